@@ -1,0 +1,49 @@
+"""swe_gym: software-engineering tasks as Gymnasium environments.
+
+``import swe_gym`` registers ``swe_gym/SWE-v0``; ``gymnasium.make("swe_gym/SWE-v0")``
+runs the bundled tasks on the embedded ``local`` provider.
+"""
+
+from swe_gym.envs import ENV_ID, SUBMIT, SUBMIT_MARKER, SWEEnv, register_envs
+from swe_gym.errors import (
+    ConfigError,
+    GradingError,
+    ImageNotFoundError,
+    ProviderNotFoundError,
+    ProviderUnavailableError,
+    SandboxDiedError,
+    SandboxError,
+    SWEGymError,
+    TaskError,
+)
+from swe_gym.grading import GradeReport, grade
+from swe_gym.sandbox import AsyncSandbox, ExecResult, Sandbox, SandboxSpec
+from swe_gym.tasks import SWETask, load_tasks
+
+__version__ = "0.1.0"
+
+register_envs()
+
+__all__ = [
+    "ENV_ID",
+    "SUBMIT",
+    "SUBMIT_MARKER",
+    "AsyncSandbox",
+    "ConfigError",
+    "ExecResult",
+    "GradeReport",
+    "GradingError",
+    "ImageNotFoundError",
+    "ProviderNotFoundError",
+    "ProviderUnavailableError",
+    "SWEEnv",
+    "SWEGymError",
+    "SWETask",
+    "Sandbox",
+    "SandboxDiedError",
+    "SandboxError",
+    "SandboxSpec",
+    "TaskError",
+    "grade",
+    "load_tasks",
+]

@@ -1,0 +1,12 @@
+"""Registers the environment ids with Gymnasium on ``import swe_gym``."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+ENV_ID = "swe_gym/SWE-v0"
+
+
+def register_envs() -> None:
+    if ENV_ID not in gym.registry:
+        gym.register(id=ENV_ID, entry_point="swe_gym.envs.swe_env:SWEEnv", nondeterministic=False)

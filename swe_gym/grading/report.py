@@ -1,0 +1,69 @@
+"""`GradeReport`: the outcome of grading one patch, and the resolution rule."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from swe_gym.grading.parsers import TestStatus
+
+
+class TestGroup(BaseModel):
+    success: list[str] = Field(default_factory=list)
+    failure: list[str] = Field(default_factory=list)
+
+    @property
+    def fraction(self) -> float:
+        total = len(self.success) + len(self.failure)
+        return len(self.success) / total if total else 1.0
+
+
+def classify(tests: list[str], status: dict[str, TestStatus]) -> TestGroup:
+    """A test missing from the log counts as failed (as in SWE-bench)."""
+    group = TestGroup()
+    for test in tests:
+        (group.success if test in status and status[test].ok else group.failure).append(test)
+    return group
+
+
+class GradeReport(BaseModel):
+    """Resolved only if every FAIL_TO_PASS and PASS_TO_PASS test passes.
+
+    ``masked`` means grading itself failed (sandbox, timeout, task defect): the
+    verdict is unknown and must not be trained on as a 0.
+    """
+
+    instance_id: str
+    resolved: bool = False
+    masked: bool = False
+    masked_reason: str | None = None
+    empty_patch: bool = False
+    patch_applied: bool = False
+    apply_method: str | None = None
+    restored_test_files: list[str] = Field(default_factory=list)
+    fail_to_pass: TestGroup = Field(default_factory=TestGroup)
+    pass_to_pass: TestGroup = Field(default_factory=TestGroup)
+    test_status: dict[str, TestStatus] = Field(default_factory=dict)
+    eval_exit_code: int | None = None
+    duration_s: float = 0.0
+    log_tail: str = ""
+
+    def reward(self, mode: str = "binary") -> float:
+        """``binary``: 1.0 if resolved. ``partial``: fraction of FAIL_TO_PASS passing,
+        0 unless every PASS_TO_PASS test still passes. Masked reports give 0.0."""
+        if self.masked:
+            return 0.0
+        if mode == "partial":
+            return self.fail_to_pass.fraction if not self.pass_to_pass.failure else 0.0
+        return 1.0 if self.resolved else 0.0
+
+    def summary(self) -> str:
+        if self.masked:
+            return f"grading masked: {self.masked_reason}"
+        if not self.patch_applied and not self.empty_patch:
+            return "patch did not apply: not resolved"
+        verdict = "RESOLVED" if self.resolved else "not resolved"
+        return (
+            f"{verdict}: FAIL_TO_PASS {len(self.fail_to_pass.success)}/"
+            f"{len(self.fail_to_pass.success) + len(self.fail_to_pass.failure)} pass, PASS_TO_PASS "
+            f"{len(self.pass_to_pass.success)}/{len(self.pass_to_pass.success) + len(self.pass_to_pass.failure)} pass"
+        )

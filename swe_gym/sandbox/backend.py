@@ -1,0 +1,145 @@
+"""`RunnerSandbox`: the provider-neutral half of a live sandbox, driven through the runner.
+
+A provider only has to start the runner inside its sandbox, hand over the byte
+stream, and know how to tear the sandbox down; exec and file semantics are here,
+once, for every provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import tarfile
+import time
+from abc import ABC, abstractmethod
+from importlib.resources import files
+from pathlib import Path
+
+from swe_gym.errors import SandboxDiedError, SandboxError
+from swe_gym.sandbox.channel import REPLY_GRACE_S, RunnerChannel
+from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT_S = 30.0
+
+#: The runner's source travels in this variable (popped at start), keeping argv short.
+RUNNER_ENV = "SWE_GYM_RUNNER"
+RUNNER_BOOTSTRAP = f"import os; exec(os.environ.pop({RUNNER_ENV!r}))"
+
+
+def runner_source() -> str:
+    return files("swe_gym.sandbox").joinpath("runner.py").read_text()
+
+
+def decode_output(data: bytes, head_size: int, dropped: int) -> str:
+    """Merge head and tail into text; bytes that are not UTF-8 become U+FFFD."""
+    head = data[:head_size].decode("utf-8", errors="replace")
+    tail = data[head_size:].decode("utf-8", errors="replace")
+    if not dropped:
+        return head + tail
+    return f"{head}\n[... {dropped} bytes of output dropped ...]\n{tail}"
+
+
+def tar_directory(source: Path) -> bytes:
+    """An in-memory tar of ``source``'s contents (paths relative to it)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path in sorted(source.iterdir()):
+            archive.add(path, arcname=path.name)
+    return buffer.getvalue()
+
+
+class RunnerSandbox(ABC):
+    """A live sandbox whose commands go through `swe_gym.sandbox.runner`."""
+
+    provider_name: str = "runner"
+
+    def __init__(self, sandbox_id: str, spec: SandboxSpec, workdir: str) -> None:
+        self.id = sandbox_id
+        self.spec = spec
+        self.workdir = workdir
+        self._channel: RunnerChannel | None = None
+        self._closed = False
+
+    def _attach(self, channel: RunnerChannel) -> None:
+        self._channel = channel
+
+    async def _wait_ready(self) -> None:
+        await self._call({"op": "ping"}, timeout=READY_TIMEOUT_S)
+        for path, content in self.spec.files.items():
+            await self.write_file(path, content)
+
+    async def _call(self, header: dict, payload: bytes = b"", *, timeout: float | None):
+        if self._closed:
+            raise SandboxError(f"sandbox {self.id} is closed")
+        assert self._channel is not None, "provider forgot to attach the runner channel"
+        return await self._channel.call(header, payload, timeout=timeout)
+
+    async def exec(
+        self,
+        command: str | bytes,
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        max_output_bytes: int | None = None,
+    ) -> ExecResult:
+        timeout = self.spec.exec_timeout_s if timeout is None else timeout
+        payload = command if isinstance(command, bytes) else command.encode("utf-8", "surrogateescape")
+        started = time.perf_counter()
+        reply, data = await self._call(
+            {
+                "op": "exec",
+                "timeout": timeout,
+                "cwd": cwd or self.workdir,
+                "env": env or {},
+                "limit": max_output_bytes or self.spec.max_output_bytes,
+            },
+            payload,
+            timeout=timeout + REPLY_GRACE_S,
+        )
+        dropped = int(reply["dropped"])
+        return ExecResult(
+            output=decode_output(data, int(reply["head_size"]), dropped),
+            exit_code=int(reply["exit_code"]),
+            timed_out=bool(reply["timed_out"]),
+            output_truncated=dropped > 0,
+            dropped_bytes=dropped,
+            duration_s=time.perf_counter() - started,
+        )
+
+    async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
+        data = content.encode() if isinstance(content, str) else content
+        await self._call({"op": "write", "path": self._abs(path), "mode": mode}, data, timeout=120)
+
+    async def read_file(self, path: str, max_bytes: int = 64 << 20) -> bytes:
+        _, data = await self._call({"op": "read", "path": self._abs(path), "max": max_bytes}, timeout=120)
+        return data
+
+    async def upload_tar(self, archive: bytes, dest: str) -> None:
+        await self._call({"op": "untar", "path": self._abs(dest)}, archive, timeout=600)
+
+    async def status(self) -> SandboxStatus:
+        if self._closed:
+            return SandboxStatus.CLOSED
+        try:
+            await self._call({"op": "ping"}, timeout=10)
+        except SandboxDiedError:
+            return SandboxStatus.DEAD
+        return SandboxStatus.RUNNING
+
+    async def close(self) -> None:
+        """Idempotent; removes the sandbox even when the runner is already gone."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.shield(self._terminate())
+
+    def _abs(self, path: str) -> str:
+        return path if path.startswith("/") else f"{self.workdir.rstrip('/')}/{path}"
+
+    @abstractmethod
+    async def _terminate(self) -> None:
+        """Stop the runner and free every resource of this sandbox."""

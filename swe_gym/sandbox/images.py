@@ -1,0 +1,51 @@
+"""Image-name rewriting: ordered prefix rules, e.g. to send pulls to a registry mirror.
+
+Rules come from code or from ``SWE_GYM_IMAGE_REWRITE`` (``from=to`` pairs separated
+by ``;`` or newlines). The first rule whose prefix matches wins, so list specific
+prefixes before general ones. No host name lives in this repository.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel, ConfigDict
+
+from swe_gym.errors import ConfigError
+
+ENV_VAR = "SWE_GYM_IMAGE_REWRITE"
+
+
+class RewriteRule(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    prefix: str
+    replacement: str
+
+
+class ImageRewriter(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rules: tuple[RewriteRule, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> ImageRewriter:
+        rules = []
+        for item in text.replace("\n", ";").split(";"):
+            if not item.strip():
+                continue
+            prefix, sep, replacement = item.partition("=")
+            if not sep or not prefix.strip():
+                raise ConfigError(f"bad image rewrite rule {item!r}: expected PREFIX=REPLACEMENT")
+            rules.append(RewriteRule(prefix=prefix.strip(), replacement=replacement.strip()))
+        return cls(rules=tuple(rules))
+
+    @classmethod
+    def from_env(cls) -> ImageRewriter:
+        return cls.parse(os.environ.get(ENV_VAR, ""))
+
+    def rewrite(self, image: str) -> str:
+        for rule in self.rules:
+            if image.startswith(rule.prefix):
+                return rule.replacement + image[len(rule.prefix) :]
+        return image

@@ -1,0 +1,39 @@
+"""Labels that mark a sandbox as ours, its run, and when it expires."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+MANAGED = "swe_gym.managed"
+RUN_ID = "swe_gym.run_id"
+CREATED_AT = "swe_gym.created_at"
+EXPIRES_AT = "swe_gym.expires_at"
+
+#: One id per process unless SWE_GYM_RUN_ID says otherwise; `swe-gym cleanup --run-id` uses it.
+DEFAULT_RUN_ID = os.environ.get("SWE_GYM_RUN_ID") or uuid.uuid4().hex[:12]
+
+
+def sandbox_labels(extra: dict[str, str], ttl_s: float) -> dict[str, str]:
+    now = time.time()
+    labels = {MANAGED: "true", RUN_ID: DEFAULT_RUN_ID, CREATED_AT: f"{now:.0f}", EXPIRES_AT: f"{now + ttl_s:.0f}"}
+    labels.update({k if "." in k else f"swe_gym.{k}": str(v) for k, v in extra.items()})
+    return labels
+
+
+def matches(labels: dict[str, str], *, run_id: str | None, older_than_s: float | None) -> bool:
+    """Whether a sandbox with these labels is selected by a cleanup filter."""
+    if labels.get(MANAGED) != "true":
+        return False
+    if run_id is not None and labels.get(RUN_ID) != run_id:
+        return False
+    if older_than_s is not None:
+        created = float(labels.get(CREATED_AT, "0") or 0)
+        if time.time() - created < older_than_s:
+            return False
+    return True
+
+
+def expired(labels: dict[str, str]) -> bool:
+    return float(labels.get(EXPIRES_AT, "inf") or "inf") < time.time()

@@ -1,0 +1,52 @@
+"""The seams between the sandbox facade and the providers behind it."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
+
+
+@runtime_checkable
+class SandboxBackend(Protocol):
+    """One live sandbox as a provider hands it out. `RunnerSandbox` implements it."""
+
+    id: str
+    workdir: str
+    spec: SandboxSpec
+    provider_name: str
+
+    async def exec(
+        self,
+        command: str | bytes,
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        max_output_bytes: int | None = None,
+    ) -> ExecResult: ...
+
+    async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None: ...
+
+    async def read_file(self, path: str, max_bytes: int = 64 << 20) -> bytes: ...
+
+    async def upload_tar(self, archive: bytes, dest: str) -> None: ...
+
+    async def status(self) -> SandboxStatus: ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class SandboxProvider(Protocol):
+    """Where sandboxes run. Register one with `swe_gym.sandbox.register_provider` or
+    the ``swe_gym.providers`` entry-point group (value: a zero-argument factory or
+    a class taking keyword options)."""
+
+    name: str
+
+    async def create(self, spec: SandboxSpec) -> SandboxBackend: ...
+
+    async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
+        """Remove sandboxes this library created (by label); return their ids."""
+        ...

@@ -1,0 +1,238 @@
+"""`docker`: sandboxes as containers through the Docker SDK.
+
+The runner is the container's main process (PID 1, so ``kill -9 -1`` inside
+cannot stop it) and we stay attached to its stdin/stdout for the container's
+life: a step is one message on that socket, no Docker API call. Creation costs
+create + attach + start. Every container carries our labels, the spec's limits,
+no network unless asked, and ``auto_remove``; the runner exits at its TTL or
+when our end of the socket closes (``stdin_once``), so an orphan removes itself
+even if this process is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from swe_gym.errors import ImageNotFoundError, ProviderUnavailableError, SandboxError
+from swe_gym.sandbox import labels as lbl
+from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
+from swe_gym.sandbox.channel import RunnerChannel
+from swe_gym.sandbox.images import ImageRewriter
+from swe_gym.sandbox.spec import SandboxSpec
+
+try:
+    import docker
+    import docker.errors
+except ImportError as exc:  # pragma: no cover - docker is a core dependency
+    raise ProviderUnavailableError("the docker provider needs the 'docker' package: pip install docker") from exc
+
+log = logging.getLogger(__name__)
+
+_STDOUT = 1
+
+
+class DockerProviderConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["docker"] = "docker"
+    base_url: str | None = None
+    python: str = "python3"
+    runtime: str | None = None
+    image_rewrite: str = ""
+
+
+class _AttachProtocol(asyncio.Protocol):
+    """Demultiplexes Docker's attach stream: stdout to a StreamReader, stderr kept for errors."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+        self.stderr: deque[bytes] = deque(maxlen=32)
+        self.transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.reader.set_transport(transport)
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        while len(buffer) >= 8:
+            size = int.from_bytes(buffer[4:8], "big")
+            if len(buffer) < 8 + size:
+                break
+            stream, payload = buffer[0], bytes(buffer[8 : 8 + size])
+            del buffer[: 8 + size]
+            if stream == _STDOUT:
+                self.reader.feed_data(payload)
+            else:
+                self.stderr.append(payload)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.reader.feed_eof()
+        self._can_write.set()
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    # ByteSink
+    def write(self, data: bytes) -> None:
+        if self.transport is None or self.transport.is_closing():
+            raise ConnectionResetError("attach socket closed")
+        self.transport.write(data)
+
+    async def drain(self) -> None:
+        await self._can_write.wait()
+
+
+class DockerSandbox(RunnerSandbox):
+    provider_name = "docker"
+
+    def __init__(self, container_id: str, spec: SandboxSpec, api: Any) -> None:
+        super().__init__(container_id[:12], spec, spec.workdir)
+        self.container_id = container_id
+        self._api = api
+        self._protocol: _AttachProtocol | None = None
+        self._keepalive: Any = None
+
+    def _describe(self) -> str:
+        stderr = b"".join(self._protocol.stderr).decode(errors="replace")[-400:] if self._protocol else ""
+        return f"docker container {self.id}; runner stderr: {stderr.strip() or '(empty)'}"
+
+    async def _connect(self) -> None:
+        api = self._api
+        params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+        socket_io = await asyncio.to_thread(api.attach_socket, self.container_id, params)
+        raw = getattr(socket_io, "_sock", socket_io)
+        if not hasattr(raw, "dup"):
+            raise SandboxError(
+                f"docker base_url {api.base_url} gives no plain socket to attach to; use unix:// or tcp://"
+            )
+        self._keepalive = socket_io
+        reader = asyncio.StreamReader(limit=1 << 20)
+        loop = asyncio.get_running_loop()
+        _, self._protocol = await loop.create_connection(lambda: _AttachProtocol(reader), sock=raw.dup())
+        self._attach(RunnerChannel(reader, self._protocol, self._describe))
+        try:
+            await asyncio.to_thread(api.start, self.container_id)
+        except docker.errors.APIError as exc:
+            raise SandboxError(
+                f"container for image {self.spec.image!r} failed to start its runner ({exc.explanation or exc}); "
+                "the image needs python3 on PATH"
+            ) from exc
+
+    async def _terminate(self) -> None:
+        if self._protocol is not None and self._protocol.transport is not None:
+            self._protocol.transport.close()
+        if self._keepalive is not None:
+            self._keepalive.close()
+        try:
+            await asyncio.to_thread(self._api.remove_container, self.container_id, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: removal already in progress (auto_remove)
+                raise SandboxError(f"could not remove container {self.id}: {exc}") from exc
+
+
+class DockerProvider:
+    """Containers on a Docker engine; see the module docstring."""
+
+    name = "docker"
+
+    def __init__(self, **options: Any) -> None:
+        self.config = DockerProviderConfig(**options)
+        rules = ImageRewriter.parse(self.config.image_rewrite).rules + ImageRewriter.from_env().rules
+        self.rewriter = ImageRewriter(rules=rules)
+        self._api: Any = None
+
+    @property
+    def api(self) -> Any:
+        if self._api is None:
+            try:
+                kwargs = {"base_url": self.config.base_url} if self.config.base_url else {}
+                client = (
+                    docker.DockerClient(**kwargs, max_pool_size=64) if kwargs else docker.from_env(max_pool_size=64)
+                )
+                client.ping()
+            except docker.errors.DockerException as exc:
+                raise ProviderUnavailableError(
+                    f"cannot reach the Docker engine ({exc}); start dockerd or set DOCKER_HOST"
+                ) from exc
+            self._api = client.api
+        return self._api
+
+    def _create_container(self, spec: SandboxSpec, image: str) -> str:
+        api = self.api
+        res = spec.resources
+        host_config = api.create_host_config(
+            auto_remove=True,
+            network_mode="bridge" if spec.network else "none",
+            mem_limit=f"{res.memory_mb}m" if res.memory_mb else None,
+            memswap_limit=f"{res.memory_mb}m" if res.memory_mb else None,
+            nano_cpus=int(res.cpus * 1e9) if res.cpus else None,
+            pids_limit=res.pids,
+            runtime=self.config.runtime,
+        )
+        config = api.create_container_config(
+            image,
+            command=[self.config.python, "-c", RUNNER_BOOTSTRAP, "--ttl", str(spec.ttl_s)],
+            stdin_open=True,
+            tty=False,
+            working_dir=spec.workdir,
+            environment={**spec.command_env(), RUNNER_ENV: runner_source()},
+            labels=lbl.sandbox_labels(spec.labels, spec.ttl_s),
+            host_config=host_config,
+        )
+        # Our end of the attach socket closing (even by a crash) closes the runner's stdin.
+        config["StdinOnce"] = True
+        try:
+            created = api.create_container_from_config(config)
+        except docker.errors.ImageNotFound as exc:
+            raise ImageNotFoundError(
+                f"docker image {image!r} is not on this engine; build it or `docker pull {image}`"
+            ) from exc
+        return created["Id"]
+
+    async def create(self, spec: SandboxSpec) -> DockerSandbox:
+        if not spec.image:
+            raise ImageNotFoundError("the docker provider needs SandboxSpec.image")
+        image = self.rewriter.rewrite(spec.image)
+        container_id = await asyncio.to_thread(self._create_container, spec, image)
+        sandbox = DockerSandbox(container_id, spec.model_copy(update={"image": image}), self.api)
+        try:
+            await sandbox._connect()
+            await sandbox._wait_ready()
+        except BaseException:
+            await sandbox.close()
+            raise
+        return sandbox
+
+    async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
+        return await asyncio.to_thread(self._cleanup, run_id, older_than_s)
+
+    def _cleanup(self, run_id: str | None, older_than_s: float | None) -> list[str]:
+        removed = []
+        for info in self.api.containers(all=True, filters={"label": f"{lbl.MANAGED}=true"}):
+            if not lbl.matches(info.get("Labels") or {}, run_id=run_id, older_than_s=older_than_s):
+                continue
+            try:
+                self.api.remove_container(info["Id"], force=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise
+            removed.append(info["Id"][:12])
+        return removed

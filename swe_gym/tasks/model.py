@@ -1,0 +1,75 @@
+"""`SWETask`: one task record, whatever dataset it came from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class EvalRecipe(BaseModel):
+    """How to run a task's tests: a test command, or a whole eval script."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    test_cmd: str | None = Field(default=None, description="run in the workdir between output markers")
+    eval_script: str | None = Field(default=None, description="a complete script, run instead of test_cmd")
+    log_parser: str = Field(default="pytest", description="name in swe_gym.grading.parsers")
+    timeout_s: float = Field(default=900.0, gt=0)
+
+    @model_validator(mode="after")
+    def _needs_a_command(self) -> EvalRecipe:
+        if not (self.test_cmd or self.eval_script):
+            raise ValueError("an eval recipe needs test_cmd or eval_script")
+        return self
+
+
+class SWETask(BaseModel):
+    """A repository at a base commit, an issue to solve, and the hidden tests that grade it.
+
+    The gold patch (``patch``) is kept for oracle policies and ``--gold`` checks;
+    the environment never shows it, or the test patch, to the agent.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    instance_id: str = Field(min_length=1)
+    repo: str = Field(min_length=1)
+    problem_statement: str = Field(min_length=1)
+    base_commit: str | None = None
+    image: str | None = Field(default=None, description="sandbox image; None = the env's default image")
+    workdir: str = "/testbed"
+    repo_source: Path | None = Field(default=None, description="host directory copied in at reset")
+    eval: EvalRecipe
+    fail_to_pass: list[str] = Field(alias="FAIL_TO_PASS", default_factory=list)
+    pass_to_pass: list[str] = Field(alias="PASS_TO_PASS", default_factory=list)
+    test_patch: str = Field(default="", repr=False)
+    patch: str = Field(default="", repr=False, description="the gold patch")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather(cls, data: Any) -> Any:
+        """Accept flat rows (``test_cmd`` beside the other fields) and keep unknown fields in metadata."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "eval" not in data:
+            recipe = {k: data.pop(k) for k in list(EvalRecipe.model_fields) if k in data}
+            if recipe:
+                data["eval"] = recipe
+        known = set()
+        for name, field in cls.model_fields.items():
+            known.update({name, field.alias} - {None})
+        extra = {k: data.pop(k) for k in list(data) if k not in known}
+        if extra:
+            data["metadata"] = {**extra, **dict(data.get("metadata") or {})}
+        return data
+
+    @field_validator("fail_to_pass", "pass_to_pass", mode="before")
+    @classmethod
+    def _json_list(cls, value: Any) -> Any:
+        """SWE-bench rows store these lists as JSON strings."""
+        return json.loads(value) if isinstance(value, str) else value

@@ -1,0 +1,40 @@
+"""Start a sandbox that holds a task's repository at its base."""
+
+from __future__ import annotations
+
+from swe_gym.errors import ImageNotFoundError
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox.facade import ProviderLike
+from swe_gym.sandbox.registry import get_provider
+from swe_gym.tasks.bundled import repo_archive
+from swe_gym.tasks.model import SWETask
+
+
+def task_spec(task: SWETask, base: SandboxSpec) -> SandboxSpec:
+    """``base`` (limits, env, timeouts) specialised to ``task``: its image, workdir, labels."""
+    return base.model_copy(
+        update={
+            "image": task.image or base.image,
+            "workdir": task.workdir,
+            "labels": {**base.labels, "task_id": task.instance_id},
+        }
+    )
+
+
+async def provision(task: SWETask, provider: ProviderLike, base: SandboxSpec) -> AsyncSandbox:
+    """A sandbox with the task's repository in its workdir; closed again if setup fails."""
+    resolved = get_provider(provider)
+    spec = task_spec(task, base)
+    if spec.image is None and resolved.name != "local":
+        raise ImageNotFoundError(
+            f"task {task.instance_id} names no image and none was given; pass image=... for provider {resolved.name!r}"
+        )
+    sandbox = await AsyncSandbox.create(spec, resolved)
+    try:
+        if task.repo_source is not None:
+            archive, _ = repo_archive(task)
+            await sandbox.upload_tar(archive)
+    except BaseException:
+        await sandbox.close()
+        raise
+    return sandbox
