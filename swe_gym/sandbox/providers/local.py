@@ -167,7 +167,8 @@ class LocalProvider:
             return True
         if self.config.isolation == "bwrap":
             raise ProviderUnavailableError(
-                "isolation='bwrap' but bubblewrap is missing or refused to start; install it (apt-get install bubblewrap)"
+                "isolation='bwrap' but bubblewrap is missing or refused to start; "
+                "install it (apt-get install bubblewrap)"
             )
         return False
 
