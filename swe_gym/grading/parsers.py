@@ -14,6 +14,8 @@ from swe_gym.errors import ConfigError
 
 
 class TestStatus(StrEnum):
+    __test__ = False  # not a pytest test class
+
     PASSED = "PASSED"
     FAILED = "FAILED"
     SKIPPED = "SKIPPED"

@@ -8,6 +8,8 @@ from swe_gym.grading.parsers import TestStatus
 
 
 class TestGroup(BaseModel):
+    __test__ = False  # not a pytest test class
+
     success: list[str] = Field(default_factory=list)
     failure: list[str] = Field(default_factory=list)
 

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from swe_gym.errors import ImageNotFoundError
 from swe_gym.sandbox.backend import tar_directory
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.protocol import SandboxBackend, SandboxProvider
@@ -30,10 +29,7 @@ class AsyncSandbox:
     @classmethod
     async def create(cls, spec: SandboxSpec | None = None, provider: ProviderLike = "local") -> AsyncSandbox:
         spec = spec or SandboxSpec()
-        resolved = get_provider(provider)
-        if spec.image is None and resolved.name not in ("local",):
-            raise ImageNotFoundError(f"provider {resolved.name!r} needs an image; set SandboxSpec.image")
-        return cls(await resolved.create(spec))
+        return cls(await get_provider(provider).create(spec))
 
     @property
     def id(self) -> str:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from swe_gym.errors import ImageNotFoundError
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
-from swe_gym.sandbox.registry import get_provider
 from swe_gym.tasks.bundled import repo_archive
 from swe_gym.tasks.model import SWETask
 
@@ -23,13 +21,7 @@ def task_spec(task: SWETask, base: SandboxSpec) -> SandboxSpec:
 
 async def provision(task: SWETask, provider: ProviderLike, base: SandboxSpec) -> AsyncSandbox:
     """A sandbox with the task's repository in its workdir; closed again if setup fails."""
-    resolved = get_provider(provider)
-    spec = task_spec(task, base)
-    if spec.image is None and resolved.name != "local":
-        raise ImageNotFoundError(
-            f"task {task.instance_id} names no image and none was given; pass image=... for provider {resolved.name!r}"
-        )
-    sandbox = await AsyncSandbox.create(spec, resolved)
+    sandbox = await AsyncSandbox.create(task_spec(task, base), provider)
     try:
         if task.repo_source is not None:
             archive, _ = repo_archive(task)

@@ -207,7 +207,9 @@ class DockerProvider:
 
     async def create(self, spec: SandboxSpec) -> DockerSandbox:
         if not spec.image:
-            raise ImageNotFoundError("the docker provider needs SandboxSpec.image")
+            raise ImageNotFoundError(
+                "the docker provider needs an image: set SandboxSpec.image, the task's image, or SWEEnv(image=...)"
+            )
         image = self.rewriter.rewrite(spec.image)
         container_id = await asyncio.to_thread(self._create_container, spec, image)
         sandbox = DockerSandbox(container_id, spec.model_copy(update={"image": image}), self.api)

@@ -1,0 +1,5 @@
+"""The ``swe-gym`` command line: ``rollout``, ``cleanup`` and ``--version``."""
+
+from swe_gym.cli.main import build_parser, main
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,62 @@
+"""``swe-gym``: the entry point; subcommands live in their own modules."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from swe_gym.cli import cleanup, rollout
+from swe_gym.errors import SWEGymError
+
+
+class _StatusAwareHandler(logging.StreamHandler):
+    """Logs to stderr without garbling the rollout's progress line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        rollout.STATUS.clear()
+        super().emit(record)
+        rollout.STATUS.redraw()
+
+
+def _setup_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    handler = _StatusAwareHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.captureWarnings(True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from swe_gym import __version__
+
+    parser = argparse.ArgumentParser(prog="swe-gym", description="Software-engineering tasks as Gymnasium envs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    rollout.add_parser(commands)
+    cleanup.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``swe-gym``; returns the exit status (2 on a swe_gym error, 130 on Ctrl-C)."""
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    try:
+        return int(args.func(args))
+    except SWEGymError as exc:
+        rollout.STATUS.finish()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        rollout.STATUS.finish()
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""``swe-gym rollout``: run a policy on tasks and record the trajectories."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from typing import Any, TextIO
+
+import gymnasium as gym
+
+from swe_gym.envs.registration import ENV_ID, register_envs
+from swe_gym.errors import ConfigError
+from swe_gym.policies import POLICY_NAMES, make_policy
+from swe_gym.sandbox.labels import DEFAULT_RUN_ID
+from swe_gym.sandbox.loop import run_sync
+from swe_gym.wrappers import TrajectoryRecorder
+
+
+class StatusLine:
+    """A carriage-return progress line on stderr; when stderr is no terminal, only ``persist`` lines, one each."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self.text = ""
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream or sys.stderr
+
+    def show(self, text: str, *, persist: bool = False) -> None:
+        if not self.stream.isatty():
+            if persist:
+                self.stream.write(text + "\n")
+                self.stream.flush()
+            return
+        self.stream.write("\r" + text.ljust(len(self.text)))
+        self.stream.flush()
+        self.text = text
+
+    def clear(self) -> None:
+        if self.text:
+            self.stream.write("\r" + " " * len(self.text) + "\r")
+            self.stream.flush()
+
+    def redraw(self) -> None:
+        if self.text:
+            self.stream.write(self.text)
+            self.stream.flush()
+
+    def finish(self) -> None:
+        """End the line (keeping what it says) so that later output starts on a fresh one."""
+        if self.text:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.text = ""
+
+
+STATUS = StatusLine()
+#: After Ctrl-C, how long to wait for interrupted sandbox operations to clean up after themselves.
+SETTLE_S = 20.0
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser("rollout", help="run a policy on tasks and record trajectories")
+    p.add_argument("--tasks", default="bundled", help="'bundled' or a .json/.jsonl task file (default: bundled)")
+    p.add_argument("--provider", default="local", help="sandbox provider: local, docker, ... (default: local)")
+    p.add_argument("--image", default=None, help="image for tasks that name none (container providers)")
+    p.add_argument("--policy", default="random", choices=POLICY_NAMES, help="(default: random)")
+    p.add_argument("--episodes", type=int, default=None, help="episodes on random tasks (default: one per task)")
+    p.add_argument("--max-steps", type=int, default=30, help="actions per episode (default: 30)")
+    p.add_argument("--step-timeout", type=float, default=60.0, help="seconds per action (default: 60)")
+    p.add_argument("--seed", type=int, default=0, help="episode i is reset with seed+i (default: 0)")
+    p.add_argument("--out", default="runs/trajectories.jsonl", help="JSONL file the trajectories are appended to")
+    p.add_argument(
+        "--instance-id",
+        dest="instance_ids",
+        nargs="+",
+        action="extend",
+        metavar="ID",
+        help="only these tasks (repeatable)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the episodes; print a summary to stdout. Ctrl-C closes the env and returns 130."""
+    if args.episodes is not None and args.episodes < 1:
+        raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")
+    register_envs()
+    started = time.perf_counter()
+    env = gym.make(
+        ENV_ID,
+        tasks=args.tasks,
+        provider=args.provider,
+        image=args.image,
+        max_steps=args.max_steps,
+        step_timeout=args.step_timeout,
+        instance_ids=args.instance_ids,
+    )
+    env = TrajectoryRecorder(env, args.out)
+    results: list[dict[str, Any]] = []
+    try:
+        tasks = env.unwrapped.tasks
+        policy = make_policy(args.policy, tasks=tasks, seed=args.seed)
+        total = args.episodes if args.episodes is not None else len(tasks)
+        for i in range(total):
+            options = {"task_id": tasks[i].instance_id} if args.episodes is None else None
+            resolved = sum(r["resolved"] for r in results)
+            STATUS.show(f"episode {i + 1}/{total}  resolved {resolved}/{i}  resetting")
+            observation, info = env.reset(seed=args.seed + i, options=options)
+            policy.reset(observation, info)
+            STATUS.show(f"episode {i + 1}/{total}  resolved {resolved}/{i}  {info['instance_id']}")
+            result = _episode(env, policy, observation, info)
+            results.append(result)
+            outcome = "masked" if result["masked"] else "resolved" if result["resolved"] else "unresolved"
+            STATUS.show(
+                f"episode {i + 1}/{total}  resolved {resolved + result['resolved']}/{i + 1}  "
+                f"{info['instance_id']}: {outcome} in {result['steps']} steps",
+                persist=True,
+            )
+    except KeyboardInterrupt:
+        STATUS.finish()
+        print("interrupted: closing the environment (removing its sandboxes)", file=sys.stderr)
+        env.close()
+        run_sync(_settle(SETTLE_S))
+        return 130
+    finally:
+        STATUS.finish()
+        env.close()
+    _summary(results, wall_s=time.perf_counter() - started, out=args.out)
+    return 0
+
+
+async def _settle(timeout: float) -> None:
+    """Let tasks that Ctrl-C cancelled on the background loop finish their own cleanup (e.g. a half-made sandbox)."""
+    current = asyncio.current_task()
+    pending = [task for task in asyncio.all_tasks() if task is not current]
+    if pending:
+        await asyncio.wait(pending, timeout=timeout)
+
+
+def _episode(env: gym.Env, policy: Any, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+    reset_s = float(info.get("reset_s") or 0.0)
+    steps = 0
+    while True:
+        observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
+        steps += 1
+        if terminated or truncated:
+            return {
+                "resolved": bool(info.get("resolved")),
+                "masked": bool(info.get("masked")),
+                "steps": steps,
+                "reset_s": reset_s,
+                "grade_s": float(info.get("grade_s") or 0.0),
+            }
+
+
+def _summary(results: list[dict[str, Any]], *, wall_s: float, out: str) -> None:
+    n = len(results)
+    resolved = sum(r["resolved"] for r in results)
+
+    def mean(key: str) -> float:
+        return statistics.fmean(r[key] for r in results) if results else 0.0
+
+    rows = [
+        ("episodes", f"{n}"),
+        ("resolved", f"{resolved} ({resolved / n:.1%})" if n else "0"),
+        ("masked", f"{sum(r['masked'] for r in results)}"),
+        ("mean steps", f"{mean('steps'):.1f}"),
+        ("mean reset s", f"{mean('reset_s'):.2f}"),
+        ("mean grade s", f"{mean('grade_s'):.2f}"),
+        ("wall time s", f"{wall_s:.1f}"),
+        ("trajectories", out),
+        ("run id", DEFAULT_RUN_ID),
+    ]
+    for name, value in rows:
+        print(f"{name:<13} {value}")

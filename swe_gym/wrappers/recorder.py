@@ -1,0 +1,111 @@
+"""`TrajectoryRecorder`: one JSON line per episode, appended to a file.
+
+Each line holds the episode's actions, observations (the reset observation
+first, then one per step, each capped), rewards, per-step infos and the terminal
+grading info. An episode left unfinished (``close()`` or ``reset()`` before its
+end, e.g. after Ctrl-C) is still written, with ``"unfinished": true``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+STEP_INFO_KEYS = ("exit_code", "timed_out", "output_truncated", "duration_s")
+TERMINAL_INFO_KEYS = ("resolved", "masked", "masked_reason", "patch", "report", "reset_s", "grade_s")
+
+
+class TrajectoryRecorder(gym.Wrapper):
+    """Appends one JSON line per finished episode to ``path``.
+
+    Args:
+        env: the environment (usually ``gym.make("swe_gym/SWE-v0", ...)``).
+        path: the ``.jsonl`` file; parent directories are created.
+        max_observation_chars: each recorded observation is cut to this many characters.
+    """
+
+    def __init__(self, env: gym.Env, path: str | Path, *, max_observation_chars: int = 4000) -> None:
+        super().__init__(env)
+        self.path = Path(path)
+        self.max_observation_chars = max_observation_chars
+        self._episode: dict[str, Any] | None = None
+        self._started = 0.0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        if self._episode is not None:
+            self._write(unfinished=True)
+        started = time.perf_counter()
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._started = started
+        self._episode = {
+            "instance_id": info.get("instance_id"),
+            "provider": info.get("provider", getattr(getattr(self.env.unwrapped, "provider", None), "name", None)),
+            "seed": seed,
+            "actions": [],
+            "observations": [self._cap(observation)],
+            "rewards": [],
+            "step_infos": [],
+            "terminated": False,
+            "truncated": False,
+            "reward": 0.0,
+            "reset_s": info.get("reset_s"),
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        return observation, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        episode = self._episode
+        if episode is not None:
+            episode["actions"].append(action if isinstance(action, str) else repr(action))
+            episode["observations"].append(self._cap(observation))
+            episode["rewards"].append(float(reward))
+            episode["step_infos"].append({key: info.get(key) for key in STEP_INFO_KEYS})
+            if terminated or truncated:
+                episode.update(terminated=bool(terminated), truncated=bool(truncated), reward=float(reward))
+                episode.update({key: info.get(key) for key in TERMINAL_INFO_KEYS if key in info})
+                self._write(unfinished=False)
+        return observation, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        try:
+            if self._episode is not None:
+                self._write(unfinished=True)
+        finally:
+            super().close()
+
+    def _cap(self, observation: Any) -> str:
+        text = observation if isinstance(observation, str) else repr(observation)
+        return text[: self.max_observation_chars]
+
+    def _write(self, *, unfinished: bool) -> None:
+        episode, self._episode = self._episode, None
+        if episode is None:
+            return
+        record = episode | {key: None for key in TERMINAL_INFO_KEYS if key not in episode}
+        record["wall_s"] = round(time.perf_counter() - self._started, 3)
+        if unfinished:
+            record["unfinished"] = True
+        line = json.dumps(record, default=str)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def read_trajectories(path: str | Path) -> list[dict[str, Any]]:
+    """All records of a trajectory file written by `TrajectoryRecorder` (blank lines skipped)."""
+    records = []
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not a trajectory record ({exc.msg})") from None
+    return records

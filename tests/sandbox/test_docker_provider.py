@@ -1,0 +1,106 @@
+"""Docker specifics: labels, limits, removal, orphans removing themselves, death from outside."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from swe_gym.errors import ImageNotFoundError, SandboxDiedError
+from swe_gym.sandbox import DEFAULT_RUN_ID, SandboxStatus
+from swe_gym.sandbox.loop import run_sync
+from swe_gym.sandbox.registry import get_provider
+from tests.conftest import TEST_IMAGE, make_sandbox, require_docker
+
+
+@pytest.fixture
+def docker_client():
+    require_docker()
+    import docker
+
+    return docker.from_env()
+
+
+def _gone(client, container_id: str, wait_s: float = 30.0) -> bool:
+    import docker
+
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            client.containers.get(container_id)
+        except docker.errors.NotFound:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_labels_limits_and_removal(docker_client) -> None:
+    box = make_sandbox("docker", labels={"task_id": "t-1"}, resources={"cpus": 1.5, "memory_mb": 512, "pids": 256})
+    container_id = box.aio.backend.container_id
+    attrs = docker_client.containers.get(container_id).attrs
+    labels = attrs["Config"]["Labels"]
+    assert labels["swe_gym.managed"] == "true"
+    assert labels["swe_gym.run_id"] == DEFAULT_RUN_ID
+    assert labels["swe_gym.task_id"] == "t-1"
+    assert float(labels["swe_gym.expires_at"]) > time.time()
+    host = attrs["HostConfig"]
+    assert (host["NanoCpus"], host["Memory"], host["PidsLimit"]) == (1_500_000_000, 512 << 20, 256)
+    assert host["NetworkMode"] == "none"
+    box.close()
+    assert _gone(docker_client, container_id)
+
+
+def test_orphan_removes_itself_when_its_owner_dies(docker_client) -> None:
+    script = (
+        "import os, sys; from swe_gym.sandbox import Sandbox, SandboxSpec;"
+        f"box = Sandbox.create(SandboxSpec(image={TEST_IMAGE!r}), 'docker');"
+        "print(box.aio.backend.container_id, flush=True); os._exit(0)"
+    )
+    container_id = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert _gone(docker_client, container_id.strip())
+
+
+def test_ttl_expiry_removes_the_container(docker_client) -> None:
+    box = make_sandbox("docker", ttl_s=1.0)
+    assert _gone(docker_client, box.aio.backend.container_id)
+    assert box.status() is SandboxStatus.DEAD
+    box.close()
+
+
+def test_killed_from_outside_is_reported_as_dead(docker_client) -> None:
+    box = make_sandbox("docker")
+    docker_client.containers.get(box.aio.backend.container_id).kill()
+    with pytest.raises(SandboxDiedError, match="docker container"):
+        box.exec("true")
+    assert box.status() is SandboxStatus.DEAD
+    box.close()
+
+
+def test_missing_image_is_a_clear_error_and_leaves_nothing(docker_client) -> None:
+    before = len(docker_client.containers.list(all=True))
+    with pytest.raises(ImageNotFoundError, match="swe-gym-no-such-image:1"):
+        from swe_gym.sandbox import Sandbox, SandboxSpec
+
+        Sandbox.create(SandboxSpec(image="swe-gym-no-such-image:1"), "docker")
+    assert len(docker_client.containers.list(all=True)) == before
+
+
+def test_image_rewrite_rules_apply(docker_client, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, _, tag = TEST_IMAGE.partition(":")
+    monkeypatch.setenv("SWE_GYM_IMAGE_REWRITE", f"mirror.invalid/{repo}={repo}")
+    from swe_gym.sandbox import Sandbox, SandboxSpec
+
+    with Sandbox.create(SandboxSpec(image=f"mirror.invalid/{repo}:{tag}"), "docker") as box:
+        assert box.aio.backend.spec.image == TEST_IMAGE
+
+
+def test_cleanup_removes_our_containers_by_run(docker_client) -> None:
+    box = make_sandbox("docker")
+    container_id = box.aio.backend.container_id
+    provider = get_provider("docker")
+    assert run_sync(provider.cleanup(run_id="some-other-run")) == []
+    assert container_id[:12] in run_sync(provider.cleanup(run_id=DEFAULT_RUN_ID))
+    assert _gone(docker_client, container_id)
+    box.close()  # already gone: still fine

@@ -1,0 +1,51 @@
+"""Hostile commands on the isolating providers: the host stays untouched, the sandbox recovers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swe_gym.errors import SandboxError
+from tests.conftest import make_sandbox
+
+
+@pytest.fixture
+def canary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A host file that must survive everything the sandbox does (outside /tmp, which bwrap hides)."""
+    path = Path.cwd() / ".pytest_cache" / "swe_gym_canary"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("alive")
+    return path
+
+
+def test_kill_all_processes_leaves_the_runner(isolated_provider: str) -> None:
+    with make_sandbox(isolated_provider) as box:
+        result = box.exec("kill -9 -1; echo after-kill", timeout=10)
+        assert not result.timed_out
+        assert box.exec("echo still-here").output == "still-here\n"
+
+
+def test_fork_bomb_is_contained_by_the_pids_limit(isolated_provider: str) -> None:
+    with make_sandbox(isolated_provider) as box:
+        result = box.exec(":(){ :|:& };:", timeout=5)
+        assert result.duration_s < 5 + 1.0
+        assert box.exec("echo recovered", timeout=30).output == "recovered\n"
+
+
+def test_rm_rf_root_does_not_touch_the_host(isolated_provider: str, canary: Path) -> None:
+    with make_sandbox(isolated_provider) as box:
+        box.exec("rm -rf --no-preserve-root / 2>/dev/null; echo done", timeout=60)
+        try:
+            box.exec("true")
+        except SandboxError:
+            pass  # the sandbox may be unusable now; only the host matters
+    assert canary.read_text() == "alive"
+    assert Path("/usr/bin/env").exists()
+
+
+def test_memory_hog_is_limited(isolated_provider: str) -> None:
+    with make_sandbox(isolated_provider, resources={"memory_mb": 256}) as box:
+        result = box.exec("python3 -c 'b = bytearray(1 << 30); print(len(b))'", timeout=60)
+        assert result.exit_code != 0
+        assert box.exec("echo fine").output == "fine\n"

@@ -1,0 +1,48 @@
+"""`local` specifics: bwrap isolation, workspace removal, cleanup of leftovers, the unisolated warning."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from swe_gym.sandbox import DEFAULT_RUN_ID
+from swe_gym.sandbox.loop import run_sync
+from swe_gym.sandbox.registry import get_provider
+from tests.conftest import make_sandbox
+
+
+def test_bwrap_keeps_the_host_read_only() -> None:
+    with make_sandbox("local") as box:
+        result = box.exec("touch /usr/swe_gym_probe; echo > /etc/swe_gym_probe; ls /root >/dev/null; echo $?")
+        assert "Read-only file system" in result.output
+        assert not Path("/usr/swe_gym_probe").exists() and not Path("/etc/swe_gym_probe").exists()
+        # Own PID namespace: PID 1 is our runner, and no host process is visible.
+        assert "SWE_GYM_RUNNER" in box.exec("tr '\\0' ' ' < /proc/1/cmdline").output
+        assert box.exec(f"test -e /proc/{os.getpid()} && echo visible || echo hidden").output == "hidden\n"
+
+
+def test_workspace_is_removed_on_close() -> None:
+    box = make_sandbox("local")
+    home = box.aio.backend.home
+    box.exec("echo data > file.txt; chmod 000 .")
+    box.close()
+    assert not home.exists()
+
+
+def test_unisolated_fallback_warns(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="swe_gym"):
+        with make_sandbox("local-unisolated") as box:
+            assert Path(box.workdir).is_dir()
+    assert "UNISOLATED" in caplog.text
+
+
+def test_cleanup_removes_leftover_workspaces() -> None:
+    box = make_sandbox("local-unisolated")
+    home = box.aio.backend.home
+    provider = get_provider("local")
+    removed = run_sync(provider.cleanup(run_id=DEFAULT_RUN_ID))
+    assert box.id in removed and not home.exists()
+    box.close()
