@@ -6,7 +6,7 @@ import argparse
 import re
 from typing import Any
 
-from swe_gym.errors import ProviderUnavailableError
+from swe_gym.errors import ConfigError, ProviderUnavailableError
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.registry import available_providers, get_provider
 
@@ -25,9 +25,9 @@ def parse_duration(text: str) -> float:
 def add_parser(commands: Any) -> None:
     p = commands.add_parser(
         "cleanup",
-        help="remove sandboxes swe_gym created (all of them, unless filtered)",
-        description="Remove sandboxes labelled as created by swe_gym. Without --run-id or --older-than this "
-        "includes sandboxes of other swe_gym processes that are still running.",
+        help="remove sandboxes swe_gym created, by run, by age, or all",
+        description="Remove sandboxes labelled as created by swe_gym. Say which: --run-id, --older-than, "
+        "or --all (which also removes live sandboxes of other swe_gym processes).",
     )
     p.add_argument("--provider", default="all", help="docker, local, another provider, or all (default: all)")
     p.add_argument("--run-id", default=None, help="only sandboxes of this run (see SWE_GYM_RUN_ID)")
@@ -38,11 +38,14 @@ def add_parser(commands: Any) -> None:
         metavar="DURATION",
         help="only sandboxes older than this (e.g. 90s, 30m, 2h, 1d)",
     )
+    p.add_argument("--all", action="store_true", help="every swe_gym sandbox, including live ones")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Clean each selected provider; an unavailable one is skipped under ``all``, an error when named."""
+    if not (args.all or args.run_id or args.older_than is not None):
+        raise ConfigError("say which sandboxes to remove: --run-id ID, --older-than AGE, or --all")
     names = available_providers() if args.provider == "all" else [args.provider]
     for name in names:
         try:

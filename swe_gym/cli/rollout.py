@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
 import time
@@ -15,7 +14,6 @@ from swe_gym.envs.registration import ENV_ID, register_envs
 from swe_gym.errors import ConfigError
 from swe_gym.policies import POLICY_NAMES, make_policy
 from swe_gym.sandbox.labels import DEFAULT_RUN_ID
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.wrappers import TrajectoryRecorder
 
 
@@ -59,8 +57,6 @@ class StatusLine:
 
 
 STATUS = StatusLine()
-#: After Ctrl-C, how long to wait for interrupted sandbox operations to clean up after themselves.
-SETTLE_S = 20.0
 
 
 def add_parser(commands: Any) -> None:
@@ -125,21 +121,12 @@ def run(args: argparse.Namespace) -> int:
         STATUS.finish()
         print("interrupted: closing the environment (removing its sandboxes)", file=sys.stderr)
         env.close()
-        run_sync(_settle(SETTLE_S))
         return 130
     finally:
         STATUS.finish()
         env.close()
     _summary(results, wall_s=time.perf_counter() - started, out=args.out)
     return 0
-
-
-async def _settle(timeout: float) -> None:
-    """Let tasks that Ctrl-C cancelled on the background loop finish their own cleanup (e.g. a half-made sandbox)."""
-    current = asyncio.current_task()
-    pending = [task for task in asyncio.all_tasks() if task is not current]
-    if pending:
-        await asyncio.wait(pending, timeout=timeout)
 
 
 def _episode(env: gym.Env, policy: Any, observation: str, info: dict[str, Any]) -> dict[str, Any]:

@@ -9,4 +9,6 @@ ENV_ID = "swe_gym/SWE-v0"
 
 def register_envs() -> None:
     if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="swe_gym.envs.swe_env:SWEEnv", nondeterministic=False)
+        # Nondeterministic in Gymnasium's sense: actions are shell commands (`date`, `$RANDOM`,
+        # timings in info), so a seed and the actions cannot fix every transition.
+        gym.register(id=ENV_ID, entry_point="swe_gym.envs.swe_env:SWEEnv", nondeterministic=True)

@@ -22,11 +22,24 @@ def background_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+#: After Ctrl-C, how long to let the cancelled coroutine clean up (close half-made sandboxes).
+CANCEL_GRACE_S = 30.0
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the background loop and wait; Ctrl-C cancels it there too."""
-    future = asyncio.run_coroutine_threadsafe(coro, background_loop())
+    """Run ``coro`` on the background loop and wait; Ctrl-C cancels it there and waits for its cleanup."""
+    finished = threading.Event()
+
+    async def tracked() -> T:
+        try:
+            return await coro
+        finally:
+            finished.set()
+
+    future = asyncio.run_coroutine_threadsafe(tracked(), background_loop())
     try:
         return future.result()
     except BaseException:
         future.cancel()
+        finished.wait(CANCEL_GRACE_S)
         raise

@@ -13,6 +13,8 @@ from swe_gym.errors import TaskError
 from swe_gym.tasks.bundled import load_bundled
 from swe_gym.tasks.model import SWETask
 
+_HINTS = {("eval",): " (give test_cmd or eval_script)"}
+
 TaskSource = str | Path | Iterable[Mapping[str, Any] | SWETask]
 
 
@@ -25,7 +27,8 @@ def _validate(record: Any, where: str) -> SWETask:
         return SWETask.model_validate(dict(record))
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}" for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}{_HINTS.get(err['loc'][:1], '')}"
+            for err in exc.errors()
         )
         raise TaskError(f"{where}: invalid task record ({problems})") from None
 
