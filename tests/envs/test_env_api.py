@@ -73,7 +73,7 @@ def test_gold_patch_through_steps_gives_reward_one(env: gym.Env) -> None:
 
 def test_mini_swe_agent_submit_marker(env: gym.Env) -> None:
     env.reset(seed=0)
-    obs, reward, terminated, truncated, info = env.step(f"echo {SUBMIT_MARKER}; echo trailing")
+    _obs, reward, terminated, truncated, info = env.step(f"echo {SUBMIT_MARKER}; echo trailing")
     assert terminated and not truncated and reward == 0.0 and info["resolved"] is False
     assert info["report"]["empty_patch"]
 
@@ -94,7 +94,7 @@ def test_no_grading_on_truncation_when_disabled() -> None:
     environment = gym.make("swe_gym/SWE-v0", max_steps=1, grade_on_truncation=False)
     try:
         environment.reset(seed=0)
-        _, reward, terminated, truncated, info = environment.step("true")
+        _, reward, _terminated, truncated, info = environment.step("true")
         assert truncated and reward == 0.0 and info["report"] is None and info["grade_s"] == 0.0
     finally:
         environment.close()
