@@ -13,6 +13,7 @@ import logging
 import tarfile
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable
 from importlib.resources import files
 from pathlib import Path
 
@@ -66,10 +67,19 @@ class RunnerSandbox(ABC):
     def _attach(self, channel: RunnerChannel) -> None:
         self._channel = channel
 
-    async def _wait_ready(self) -> None:
-        await self._call({"op": "ping"}, timeout=READY_TIMEOUT_S)
-        for path, content in self.spec.files.items():
-            await self.write_file(path, content)
+    async def _boot(self, start: Awaitable[None]) -> None:
+        """Run the provider's ``start``, wait for the runner, write the spec's files.
+
+        Any failure, Ctrl-C included, closes the half-made sandbox before re-raising.
+        """
+        try:
+            await start
+            await self._call({"op": "ping"}, timeout=READY_TIMEOUT_S)
+            for path, content in self.spec.files.items():
+                await self.write_file(path, content)
+        except BaseException:
+            await self.close()
+            raise
 
     async def _call(self, header: dict, payload: bytes = b"", *, timeout: float | None):
         if self._closed:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import swe_gym  # noqa: F401 - registers the env
 from swe_gym.errors import ImageNotFoundError
-from tests.conftest import TEST_IMAGE, provider_setup
+from tests.conftest import provider_setup
 
 STEP_TIMEOUT = 3.0
 
@@ -44,9 +44,7 @@ DESTRUCTIVE = {
 
 def _make(provider: str, **kwargs: object) -> gym.Env:
     config, image = provider_setup(provider)
-    return gym.make(
-        "swe_gym/SWE-v0", provider=config, image=image, step_timeout=STEP_TIMEOUT, max_steps=1000, **kwargs
-    )
+    return gym.make("swe_gym/SWE-v0", provider=config, image=image, step_timeout=STEP_TIMEOUT, max_steps=1000, **kwargs)
 
 
 @pytest.fixture(scope="module", params=["local", "docker"])
@@ -85,7 +83,7 @@ def test_destructive_action_host_untouched_and_env_recovers(provider: str, name:
     try:
         environment.reset(seed=0)
         _check_step(environment, DESTRUCTIVE[name])
-        obs, info = environment.reset(seed=1)
+        _obs, _info = environment.reset(seed=1)
         assert environment.step("echo recovered")[0] == "recovered\n"
     finally:
         environment.close()
@@ -149,6 +147,6 @@ def local_env() -> Iterator[gym.Env]:
 def test_arbitrary_actions_always_give_an_observation_in_the_space(local_env: gym.Env, action: str) -> None:
     if local_env.unwrapped._done:
         local_env.reset(seed=0)
-    obs, reward, terminated, truncated, info = local_env.step(action)
+    obs, _reward, _terminated, _truncated, info = local_env.step(action)
     assert local_env.observation_space.contains(obs)
     assert isinstance(info["exit_code"], int) and info["duration_s"] < STEP_TIMEOUT + 1.0

@@ -213,12 +213,7 @@ class DockerProvider:
         image = self.rewriter.rewrite(spec.image)
         container_id = await asyncio.to_thread(self._create_container, spec, image)
         sandbox = DockerSandbox(container_id, spec.model_copy(update={"image": image}), self.api)
-        try:
-            await sandbox._connect()
-            await sandbox._wait_ready()
-        except BaseException:
-            await sandbox.close()
-            raise
+        await sandbox._boot(sandbox._connect())
         return sandbox
 
     async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:

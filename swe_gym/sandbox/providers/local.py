@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from swe_gym.errors import ConfigError, ProviderUnavailableError, SandboxError
+from swe_gym.errors import ConfigError, ProviderUnavailableError
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import RunnerChannel
@@ -200,14 +200,7 @@ class LocalProvider:
             argv, workdir = runner, str(work)
         sandbox = LocalSandbox(sandbox_id, spec, workdir, home, cgroup)
         sandbox.isolated = isolated
-        try:
-            await sandbox._start(argv, env, work)
-            await sandbox._wait_ready()
-        except BaseException as exc:
-            await sandbox.close()
-            if isinstance(exc, SandboxError):
-                raise SandboxError(f"local sandbox failed to start: {exc}") from exc
-            raise
+        await sandbox._boot(sandbox._start(argv, env, work))
         return sandbox
 
     async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
