@@ -8,6 +8,7 @@ in a fresh sandbox with the task's hidden tests.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal
@@ -236,7 +237,8 @@ class SWEEnv(gym.Env[str, str]):
                 log.warning("could not close sandbox %s: %s", sandbox.id, exc)
 
     def __del__(self) -> None:
-        if getattr(self, "_sandbox", None) is not None:
+        # At interpreter exit the atexit hook in swe_gym.sandbox.loop closes sandboxes instead.
+        if getattr(self, "_sandbox", None) is not None and not sys.is_finalizing():
             self._close_sandbox()
 
 

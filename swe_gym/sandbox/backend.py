@@ -12,6 +12,7 @@ import io
 import logging
 import tarfile
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable
 from importlib.resources import files
@@ -52,6 +53,10 @@ def tar_directory(source: Path) -> bytes:
     return buffer.getvalue()
 
 
+#: Sandboxes booted and not yet closed, so process exit can close them (see `loop.py`).
+LIVE: weakref.WeakSet[RunnerSandbox] = weakref.WeakSet()
+
+
 class RunnerSandbox(ABC):
     """A live sandbox whose commands go through `swe_gym.sandbox.runner`."""
 
@@ -72,6 +77,7 @@ class RunnerSandbox(ABC):
 
         Any failure, Ctrl-C included, closes the half-made sandbox before re-raising.
         """
+        LIVE.add(self)
         try:
             await start
             await self._call({"op": "ping"}, timeout=READY_TIMEOUT_S)
@@ -145,6 +151,7 @@ class RunnerSandbox(ABC):
         if self._closed:
             return
         self._closed = True
+        LIVE.discard(self)
         await asyncio.shield(self._terminate())
 
     def _abs(self, path: str) -> str:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -19,7 +20,34 @@ def background_loop() -> asyncio.AbstractEventLoop:
         if _loop is None or _loop.is_closed():
             _loop = asyncio.new_event_loop()
             threading.Thread(target=_loop.run_forever, name="swe_gym-loop", daemon=True).start()
+            # Before the executors behind asyncio.to_thread refuse work at shutdown, which is
+            # when plain atexit handlers would run; later registrations run first.
+            getattr(threading, "_register_atexit", atexit.register)(_close_live_sandboxes)
         return _loop
+
+
+_exiting = False
+
+
+async def offload(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`asyncio.to_thread`, except at interpreter exit, when thread pools refuse work: then inline."""
+    if _exiting:
+        return fn(*args, **kwargs)
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def _close_live_sandboxes() -> None:
+    """At interpreter exit, close what the program forgot to (the loop thread still runs then)."""
+    global _exiting
+    from swe_gym.sandbox.backend import LIVE
+
+    _exiting = True
+
+    async def close_all() -> None:
+        await asyncio.gather(*(box.close() for box in list(LIVE)), return_exceptions=True)
+
+    if LIVE and _loop is not None and _loop.is_running():
+        asyncio.run_coroutine_threadsafe(close_all(), _loop).result(timeout=CANCEL_GRACE_S)
 
 
 #: After Ctrl-C, how long to let the cancelled coroutine clean up (close half-made sandboxes).

@@ -108,3 +108,35 @@ def test_network_is_off_by_default(isolated_provider: str) -> None:
     with make_sandbox(isolated_provider) as box:
         interfaces = box.exec("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '").output.split()
         assert interfaces == ["lo"]
+
+
+def test_program_exit_without_close_removes_the_sandbox(provider_name: str) -> None:
+    """A trainer that forgets close() (or dies on an exception) leaves nothing behind."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import PROVIDERS
+
+    config, image = PROVIDERS[provider_name]
+    script = (
+        "import json, sys; from swe_gym.sandbox import Sandbox, SandboxSpec;"
+        f"box = Sandbox.create(SandboxSpec(image={image!r}), json.loads(sys.argv[1]));"
+        "b = box.aio.backend; print(getattr(b, 'container_id', None) or b.home)"
+    )
+    created = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(config)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if provider_name == "docker":
+        import docker
+
+        client = docker.from_env()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(c.id == created for c in client.containers.list(all=True)):
+            time.sleep(0.2)
+        assert all(c.id != created for c in client.containers.list(all=True))
+    else:
+        from pathlib import Path
+
+        assert not Path(created).exists()

@@ -23,6 +23,7 @@ from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import RunnerChannel
 from swe_gym.sandbox.images import ImageRewriter
+from swe_gym.sandbox.loop import offload
 from swe_gym.sandbox.spec import SandboxSpec
 
 try:
@@ -138,7 +139,7 @@ class DockerSandbox(RunnerSandbox):
         if self._keepalive is not None:
             self._keepalive.close()
         try:
-            await asyncio.to_thread(self._api.remove_container, self.container_id, force=True)
+            await offload(self._api.remove_container, self.container_id, force=True)
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as exc:

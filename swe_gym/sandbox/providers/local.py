@@ -29,6 +29,7 @@ from swe_gym.errors import ConfigError, ProviderUnavailableError
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import RunnerChannel
+from swe_gym.sandbox.loop import offload
 from swe_gym.sandbox.providers.cgroups import Cgroup, cgroup_dirs_for, join_command
 from swe_gym.sandbox.spec import SandboxSpec
 
@@ -122,7 +123,7 @@ class LocalSandbox(RunnerSandbox):
             except ProcessLookupError:
                 pass
             await proc.wait()
-        await asyncio.to_thread(_remove_home, self.home, self._cgroup)
+        await offload(_remove_home, self.home, self._cgroup)
 
 
 def _remove_home(home: Path, cgroup: Cgroup | None) -> None:
