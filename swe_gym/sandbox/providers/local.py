@@ -56,6 +56,12 @@ class LocalProviderConfig(BaseModel):
     isolation: Literal["auto", "bwrap", "none"] = "auto"
 
 
+def _interpreter_dirs() -> list[Path]:
+    """Where the Python running us lives; commands in the sandbox use it (pytest for bundled tasks)."""
+    real = Path(os.path.realpath(sys.executable)).parent.parent
+    return sorted({Path(sys.prefix), Path(sys.base_prefix), real} - {Path("/")})
+
+
 def _bwrap_argv(spec: SandboxSpec, work: Path) -> list[str]:
     top = spec.workdir.strip("/").split("/")[0]
     if not spec.workdir.startswith("/") or not top:
@@ -74,6 +80,9 @@ def _bwrap_argv(spec: SandboxSpec, work: Path) -> list[str]:
             f"workdir {spec.workdir!r} lies under the host's /{top}; pick a new top-level path such as /testbed"
         )
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    for path in _interpreter_dirs():
+        if path.parts[1] in _SKIP_TOP:  # e.g. a venv under /tmp, hidden by the tmpfs above
+            argv += ["--ro-bind", str(path), str(path)]
     argv += ["--bind", str(work), spec.workdir, "--chdir", spec.workdir]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox"]
     if not spec.network:
