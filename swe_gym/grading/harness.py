@@ -16,6 +16,7 @@ from swe_gym.grading.patch import SCRATCH, apply_patch, is_test_path, patch_path
 from swe_gym.grading.report import GradeReport, classify
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
+from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.tasks.model import SWETask
 from swe_gym.tasks.provision import provision
 
@@ -37,12 +38,17 @@ def _masked(task: SWETask, reason: str, started: float, **fields: object) -> Gra
 
 
 async def grade(
-    task: SWETask, patch: str, *, provider: ProviderLike = "local", spec: SandboxSpec | None = None
+    task: SWETask,
+    patch: str,
+    *,
+    provider: ProviderLike = "local",
+    spec: SandboxSpec | None = None,
+    pool: SandboxPool | None = None,
 ) -> GradeReport:
-    """Grade ``patch`` (a git diff against the task's base) in a fresh sandbox."""
+    """Grade ``patch`` (a git diff against the task's base) in a fresh sandbox (never used, if from ``pool``)."""
     started = time.perf_counter()
     try:
-        sandbox = await provision(task, provider, spec or SandboxSpec())
+        sandbox = await provision(task, provider, spec or SandboxSpec(), pool)
     except SandboxError as exc:
         return _masked(task, f"grading sandbox could not start: {exc}", started)
     empty = not patch.strip()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_gym.sandbox.backend import tar_directory
+from swe_gym.sandbox.create import create_backend
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.protocol import SandboxBackend, SandboxProvider
 from swe_gym.sandbox.registry import get_provider
@@ -29,7 +30,7 @@ class AsyncSandbox:
     @classmethod
     async def create(cls, spec: SandboxSpec | None = None, provider: ProviderLike = "local") -> AsyncSandbox:
         spec = spec or SandboxSpec()
-        return cls(await get_provider(provider).create(spec))
+        return cls(await create_backend(get_provider(provider), spec))
 
     @property
     def id(self) -> str:
@@ -42,6 +43,10 @@ class AsyncSandbox:
     @property
     def provider_name(self) -> str:
         return self.backend.provider_name
+
+    @property
+    def spec(self) -> SandboxSpec:
+        return self.backend.spec
 
     async def exec(self, command: str | bytes, **options: Any) -> ExecResult:
         return await self.backend.exec(command, **options)

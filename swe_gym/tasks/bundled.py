@@ -65,7 +65,13 @@ def _archive(source: Path, digest: str) -> tuple[bytes, str]:
         repo = Path(tmp) / "repo"
         shutil.copytree(source, repo, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
         env = {**os.environ, **_COMMIT_ENV}
-        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        for args in (
+            ["init", "-q", "-b", "main", "--template="],
+            ["add", "-A"],
+            ["commit", "-q", "-m", "base"],
+            ["repack", "-adq"],
+            ["prune-packed"],
+        ):
             subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, env=env, check=True, capture_output=True)
         buffer = io.BytesIO()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
+from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.tasks.bundled import repo_archive
 from swe_gym.tasks.model import SWETask
 
@@ -19,9 +20,12 @@ def task_spec(task: SWETask, base: SandboxSpec) -> SandboxSpec:
     )
 
 
-async def provision(task: SWETask, provider: ProviderLike, base: SandboxSpec) -> AsyncSandbox:
-    """A sandbox with the task's repository in its workdir; closed again if setup fails."""
-    sandbox = await AsyncSandbox.create(task_spec(task, base), provider)
+async def provision(
+    task: SWETask, provider: ProviderLike, base: SandboxSpec, pool: SandboxPool | None = None
+) -> AsyncSandbox:
+    """A sandbox with the task's repository in its workdir (from ``pool`` when given); closed if setup fails."""
+    spec = task_spec(task, base)
+    sandbox = await (pool.take(spec) if pool is not None else AsyncSandbox.create(spec, provider))
     try:
         if task.repo_source is not None:
             archive, _ = repo_archive(task)

@@ -16,7 +16,8 @@ import logging
 from collections import deque
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+import requests
+from pydantic import BaseModel, ConfigDict, Field
 
 from swe_gym.errors import ImageNotFoundError, ProviderUnavailableError, SandboxError
 from swe_gym.sandbox import labels as lbl
@@ -45,6 +46,7 @@ class DockerProviderConfig(BaseModel):
     python: str = "python3"
     runtime: str | None = None
     image_rewrite: str = ""
+    max_concurrent_creates: int = Field(default=8, ge=1, description="the daemon fails under many parallel starts")
 
 
 class _AttachProtocol(asyncio.Protocol):
@@ -157,6 +159,7 @@ class DockerProvider:
         rules = ImageRewriter.parse(self.config.image_rewrite).rules + ImageRewriter.from_env().rules
         self.rewriter = ImageRewriter(rules=rules)
         self._api: Any = None
+        self.max_concurrent_creates = self.config.max_concurrent_creates
 
     @property
     def api(self) -> Any:
@@ -212,9 +215,12 @@ class DockerProvider:
                 "the docker provider needs an image: set SandboxSpec.image, the task's image, or SWEEnv(image=...)"
             )
         image = self.rewriter.rewrite(spec.image)
-        container_id = await asyncio.to_thread(self._create_container, spec, image)
-        sandbox = DockerSandbox(container_id, spec.model_copy(update={"image": image}), self.api)
-        await sandbox._boot(sandbox._connect())
+        try:
+            container_id = await asyncio.to_thread(self._create_container, spec, image)
+            sandbox = DockerSandbox(container_id, spec.model_copy(update={"image": image}), self.api)
+            await sandbox._boot(sandbox._connect())
+        except (docker.errors.APIError, requests.RequestException) as exc:
+            raise SandboxError(f"docker could not start a container from {image!r}: {exc}") from exc
         return sandbox
 
     async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:

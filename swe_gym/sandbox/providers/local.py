@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from swe_gym.errors import ConfigError, ProviderUnavailableError
 from swe_gym.sandbox import labels as lbl
@@ -54,6 +54,7 @@ class LocalProviderConfig(BaseModel):
     type: Literal["local"] = "local"
     root: Path = DEFAULT_ROOT
     isolation: Literal["auto", "bwrap", "none"] = "auto"
+    max_concurrent_creates: int = Field(default=16, ge=1)
 
 
 def _interpreter_dirs() -> list[Path]:
@@ -168,6 +169,7 @@ class LocalProvider:
 
     def __init__(self, **options: object) -> None:
         self.config = LocalProviderConfig(**options)
+        self.max_concurrent_creates = self.config.max_concurrent_creates
 
     @property
     def isolated(self) -> bool:

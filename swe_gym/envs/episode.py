@@ -1,0 +1,145 @@
+"""`Episode`: the async core of one episode, shared by `SWEEnv` and `SWEVectorEnv`.
+
+It owns the episode's sandbox, turns actions into observations, and on the
+last step extracts the patch, frees the sandbox and grades in a fresh one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from swe_gym.envs.prompt import SUBMIT, SUBMIT_MARKER, task_prompt
+from swe_gym.envs.text import to_observation
+from swe_gym.errors import GradingError, SandboxDiedError
+from swe_gym.grading import GradeReport, extract_patch, grade, snapshot
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox.pool import SandboxPool
+from swe_gym.sandbox.protocol import SandboxProvider
+from swe_gym.tasks import SWETask, provision
+
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    provider: SandboxProvider
+    spec: SandboxSpec
+    max_steps: int
+    step_timeout: float
+    max_observation_chars: int
+    reward_mode: str
+    grade_on_truncation: bool
+    pool: SandboxPool | None = None
+
+
+class Episode:
+    """One task in one sandbox. ``start`` once, ``step`` until it ends, ``close`` always."""
+
+    def __init__(self, settings: EpisodeSettings, task: SWETask) -> None:
+        self.settings = settings
+        self.task = task
+        self.sandbox: AsyncSandbox | None = None
+        self.steps = 0
+        self.done = False
+        self.last_observation = ""
+        self._base_tree = ""
+        self._reset_s = 0.0
+
+    async def start(self) -> tuple[str, dict[str, Any]]:
+        settings, started = self.settings, time.perf_counter()
+        self.sandbox = await provision(self.task, settings.provider, settings.spec, settings.pool)
+        self._base_tree = await snapshot(self.sandbox)
+        self._reset_s = time.perf_counter() - started
+        prompt = task_prompt(
+            self.task, workdir=self.sandbox.workdir, step_timeout=settings.step_timeout, max_steps=settings.max_steps
+        )
+        self.last_observation = to_observation(prompt, settings.max_observation_chars)
+        info = {
+            "instance_id": self.task.instance_id,
+            "sandbox_id": self.sandbox.id,
+            "provider": settings.provider.name,
+            "reset_s": self._reset_s,
+        }
+        return self.last_observation, info
+
+    async def step(self, command: str) -> StepResult:
+        if self.done or self.sandbox is None:
+            raise RuntimeError("the episode is over (or never started): call reset() before step()")
+        self.steps += 1
+        info: dict[str, Any] = {"step": self.steps}
+        if command.strip() == SUBMIT:
+            info.update(exit_code=0, timed_out=False, output_truncated=False, duration_s=0.0)
+            return await self._finish("", info, terminated=True)
+        try:
+            result = await self.sandbox.exec(command, timeout=self.settings.step_timeout)
+        except SandboxDiedError as exc:
+            info.update(exit_code=-1, timed_out=False, output_truncated=False, duration_s=0.0)
+            return await self.end_masked(f"sandbox died: {exc}", info)
+        info.update(
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            output_truncated=result.output_truncated,
+            duration_s=result.duration_s,
+        )
+        output = result.output
+        if result.timed_out:
+            output += f"\n[swe_gym: command timed out after {self.settings.step_timeout:g}s and was killed]"
+        if output.lstrip().split("\n", 1)[0].strip() == SUBMIT_MARKER:
+            return await self._finish(output, info, terminated=True)
+        if self.steps >= self.settings.max_steps:
+            return await self._finish(output, info, terminated=False)
+        return self._observe(output), 0.0, False, False, info
+
+    async def close(self) -> None:
+        sandbox, self.sandbox = self.sandbox, None
+        if sandbox is not None:
+            await sandbox.close()
+
+    async def end_masked(self, reason: str, info: dict[str, Any]) -> StepResult:
+        """Infrastructure failure: the episode ends truncated and masked, never as a plain 0."""
+        self.done = True
+        await self.close()
+        report = GradeReport(instance_id=self.task.instance_id, masked=True, masked_reason=reason)
+        info.update(self._terminal_info(report, "", None))
+        return self._observe(f"[swe_gym: episode masked: {reason}]"), 0.0, False, True, info
+
+    def _observe(self, text: str) -> str:
+        self.last_observation = to_observation(text, self.settings.max_observation_chars)
+        return self.last_observation
+
+    async def _finish(self, output: str, info: dict[str, Any], *, terminated: bool) -> StepResult:
+        assert self.sandbox is not None
+        settings = self.settings
+        self.done = True
+        patch, note = "", None
+        try:
+            patch = await extract_patch(self.sandbox, self._base_tree)
+        except SandboxDiedError as exc:
+            return await self.end_masked(f"sandbox died before the patch was read: {exc}", info)
+        except GradingError as exc:
+            note = str(exc)  # the agent broke its repository: graded as an empty patch
+        finally:
+            await self.close()
+        if not terminated and not settings.grade_on_truncation:
+            info.update(self._terminal_info(GradeReport(instance_id=self.task.instance_id), patch, note))
+            info.update(report=None, grade_s=0.0)
+            return self._observe(output + "\n[swe_gym: step limit reached]"), 0.0, False, True, info
+        report = await grade(self.task, patch, provider=settings.provider, spec=settings.spec, pool=settings.pool)
+        info.update(self._terminal_info(report, patch, note))
+        ending = "" if terminated else "step limit reached; "
+        observation = self._observe(f"{output}\n[swe_gym: {ending}{report.summary()}]")
+        return observation, report.reward(settings.reward_mode), terminated, not terminated, info
+
+    def _terminal_info(self, report: GradeReport, patch: str, note: str | None) -> dict[str, Any]:
+        return {
+            "resolved": report.resolved,
+            "masked": report.masked,
+            "masked_reason": report.masked_reason,
+            "patch": patch,
+            "patch_error": note,
+            "report": report.model_dump(mode="json"),
+            "reset_s": self._reset_s,
+            "grade_s": report.duration_s,
+        }

@@ -1,0 +1,136 @@
+"""`SandboxPool`: sandboxes started ahead of need, so a reset only hands one over.
+
+Ready sandboxes are kept per spec (image, limits, env, ... — labels aside), up
+to ``size`` each, refilled in the background after every take, and prefetched
+for specs the caller knows are coming. A sandbox is checked alive on take and
+discarded once half its TTL is gone; ``close`` drains everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections import deque
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+from swe_gym.errors import SandboxError
+from swe_gym.sandbox.facade import AsyncSandbox, ProviderLike
+from swe_gym.sandbox.registry import get_provider
+from swe_gym.sandbox.spec import SandboxSpec, SandboxStatus
+
+log = logging.getLogger(__name__)
+
+REFILL_DELAY_S = 0.25
+
+
+class PoolStats(BaseModel):
+    hits: int = 0
+    misses: int = 0
+    created: int = 0
+    discarded: int = 0
+    failed: int = 0
+
+
+def spec_key(spec: SandboxSpec) -> str:
+    """Specs that differ only in labels share ready sandboxes."""
+    return hashlib.sha256(repr(spec.model_dump(exclude={"labels"})).encode()).hexdigest()
+
+
+class SandboxPool:
+    """Keeps ``size`` started sandboxes per spec. Use from the swe_gym event loop (see `loop.run_sync`)."""
+
+    def __init__(self, provider: ProviderLike = "local", size: int = 2) -> None:
+        if size < 1:
+            raise ValueError("a pool needs size >= 1")
+        self.provider = get_provider(provider)
+        self.size = size
+        self.stats = PoolStats()
+        self._ready: dict[str, deque[tuple[float, AsyncSandbox]]] = {}
+        self._specs: dict[str, SandboxSpec] = {}
+        self._filling: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
+
+    def ready_count(self, spec: SandboxSpec | None = None) -> int:
+        if spec is not None:
+            return len(self._ready.get(spec_key(spec), ()))
+        return sum(len(queue) for queue in self._ready.values())
+
+    async def take(self, spec: SandboxSpec) -> AsyncSandbox:
+        """A live sandbox for ``spec``: a ready one if there is one, else a new one."""
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        key = self._register(spec)
+        queue = self._ready[key]
+        try:
+            while queue:
+                born, box = queue.popleft()
+                if time.monotonic() - born < spec.ttl_s / 2 and await box.status() is SandboxStatus.RUNNING:
+                    self.stats.hits += 1
+                    return box
+                self.stats.discarded += 1
+                await box.close()
+            self.stats.misses += 1
+            return await AsyncSandbox.create(spec, self.provider)
+        finally:
+            # Refill a moment later unless empty: starting a sandbox right away would compete
+            # for the CPU with the caller's setup of the one just handed over.
+            delay = REFILL_DELAY_S if queue else 0.0
+            asyncio.get_running_loop().call_later(delay, self._refill, key)
+
+    def prefetch(self, specs: Iterable[SandboxSpec]) -> None:
+        """Start filling for specs that are coming (e.g. the images of the next tasks)."""
+        for spec in specs:
+            self._refill(self._register(spec))
+
+    async def wait_ready(self) -> None:
+        """Until every background refill has finished (tests and benchmarks)."""
+        while pending := [task for task in self._filling.values() if not task.done()]:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in self._filling.values():
+            task.cancel()
+        await asyncio.gather(*self._filling.values(), return_exceptions=True)
+        boxes = [box for queue in self._ready.values() for _, box in queue]
+        self._ready.clear()
+        await asyncio.gather(*(box.close() for box in boxes), return_exceptions=True)
+
+    def _register(self, spec: SandboxSpec) -> str:
+        key = spec_key(spec)
+        self._specs.setdefault(key, spec)
+        self._ready.setdefault(key, deque())
+        return key
+
+    def _pool_spec(self, spec: SandboxSpec) -> SandboxSpec:
+        """Pooled sandboxes serve any task: they carry the pool label instead of the task's."""
+        return spec.model_copy(update={"labels": {"pool": "true"}})
+
+    def _refill(self, key: str) -> None:
+        running = self._filling.get(key)
+        if self._closed or (running is not None and not running.done()):
+            return
+        self._filling[key] = asyncio.get_running_loop().create_task(self._fill(key))
+
+    async def _fill(self, key: str) -> None:
+        spec = self._pool_spec(self._specs[key])
+        while not self._closed and len(self._ready[key]) < self.size:
+            need = self.size - len(self._ready[key])
+            results = await asyncio.gather(
+                *(AsyncSandbox.create(spec, self.provider) for _ in range(need)), return_exceptions=True
+            )
+            for result in results:
+                if isinstance(result, BaseException):
+                    self.stats.failed += 1
+                    log.warning("sandbox pool could not start a sandbox: %s", result)
+                elif self._closed:
+                    await result.close()
+                else:
+                    self.stats.created += 1
+                    self._ready[key].append((time.monotonic(), result))
+            if any(isinstance(r, BaseException) for r in results):
+                return  # no hot loop on a failing provider; the next take retries
