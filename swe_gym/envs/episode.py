@@ -7,17 +7,20 @@ last step extracts the patch, frees the sandbox and grades in a fresh one.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from swe_gym.envs.prompt import SUBMIT, SUBMIT_MARKER, task_prompt
 from swe_gym.envs.text import to_observation
-from swe_gym.errors import GradingError, SandboxDiedError
+from swe_gym.errors import ConfigError, GradingError, SandboxDiedError
 from swe_gym.grading import GradeReport, extract_patch, grade, snapshot
-from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec, get_provider
+from swe_gym.sandbox.facade import ProviderLike
+from swe_gym.sandbox.loop import offload
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.sandbox.protocol import SandboxProvider
-from swe_gym.tasks import SWETask, provision
+from swe_gym.tasks import SWETask, provision, repo_archive, task_spec
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
@@ -143,3 +146,53 @@ class Episode:
             "reset_s": self._reset_s,
             "grade_s": report.duration_s,
         }
+
+
+def make_settings(
+    provider: ProviderLike,
+    *,
+    image: str | None,
+    max_steps: int,
+    step_timeout: float,
+    max_observation_chars: int,
+    reward: str,
+    grade_on_truncation: bool,
+    sandbox: SandboxSpec | Mapping[str, Any] | None,
+    pool_size: int,
+) -> EpisodeSettings:
+    """Validate the env options shared by `SWEEnv` and `SWEVectorEnv`."""
+    if max_steps < 1 or step_timeout <= 0 or max_observation_chars < 64:
+        raise ConfigError("need max_steps >= 1, step_timeout > 0 and max_observation_chars >= 64")
+    if reward not in ("binary", "partial"):
+        raise ConfigError(f"reward must be 'binary' or 'partial', got {reward!r}")
+    if pool_size < 0:
+        raise ConfigError(f"pool_size must be >= 0, got {pool_size}")
+    resolved = get_provider(provider)
+    base = sandbox if isinstance(sandbox, SandboxSpec) else SandboxSpec(**dict(sandbox or {}))
+    spec = base.model_copy(
+        update={
+            "image": image or base.image,
+            "exec_timeout_s": step_timeout,
+            "max_output_bytes": max_observation_chars * 4,
+        }
+    )
+    return EpisodeSettings(
+        provider=resolved,
+        spec=spec,
+        max_steps=max_steps,
+        step_timeout=step_timeout,
+        max_observation_chars=max_observation_chars,
+        reward_mode=reward,
+        grade_on_truncation=grade_on_truncation,
+        pool=SandboxPool(resolved, pool_size) if pool_size else None,
+    )
+
+
+async def warm_up(settings: EpisodeSettings, tasks: list[SWETask]) -> None:
+    """Start the pool and build the tasks' repository archives now, not in the first resets."""
+    if settings.pool is None:
+        return
+    settings.pool.prefetch(task_spec(task, settings.spec) for task in tasks)
+    for task in tasks:
+        if task.repo_source is not None:
+            await offload(repo_archive, task)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
@@ -16,14 +17,13 @@ from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
 
-from swe_gym.envs.episode import Episode, EpisodeSettings
+from swe_gym.envs.episode import Episode, make_settings, warm_up
 from swe_gym.envs.text import text_space
 from swe_gym.errors import ConfigError, SandboxError
-from swe_gym.sandbox import AsyncSandbox, SandboxSpec, get_provider
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
-from swe_gym.sandbox.loop import background_loop, offload, run_sync
-from swe_gym.sandbox.pool import SandboxPool
-from swe_gym.tasks import SWETask, load_tasks, repo_archive, task_spec
+from swe_gym.sandbox.loop import background_loop, run_sync
+from swe_gym.tasks import SWETask, load_tasks
 from swe_gym.tasks.loader import TaskSource
 
 log = logging.getLogger(__name__)
@@ -76,44 +76,31 @@ class SWEEnv(gym.Env[str, str]):
         pool_size: int = 0,
         render_mode: str | None = None,
     ) -> None:
-        if max_steps < 1 or step_timeout <= 0 or max_observation_chars < 64:
-            raise ConfigError("need max_steps >= 1, step_timeout > 0 and max_observation_chars >= 64")
-        if reward not in ("binary", "partial"):
-            raise ConfigError(f"reward must be 'binary' or 'partial', got {reward!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.tasks: list[SWETask] = load_tasks(tasks, instance_ids=instance_ids)
-        self._by_id = {task.instance_id: task for task in self.tasks}
-        self.provider = get_provider(provider)
-        base = sandbox if isinstance(sandbox, SandboxSpec) else SandboxSpec(**dict(sandbox or {}))
-        self.spec_base = base.model_copy(
-            update={
-                "image": image or base.image,
-                "exec_timeout_s": step_timeout,
-                "max_output_bytes": max_observation_chars * 4,
-            }
-        )
-        self.max_steps = max_steps
-        self.step_timeout = step_timeout
-        self.max_observation_chars = max_observation_chars
-        self.render_mode = render_mode
-        self.observation_space = text_space(max_observation_chars)
-        self.action_space = text_space(MAX_ACTION_CHARS)
-        self.pool = SandboxPool(self.provider, pool_size) if pool_size else None
-        self.settings = EpisodeSettings(
-            provider=self.provider,
-            spec=self.spec_base,
+        self.settings = make_settings(
+            provider,
+            image=image,
             max_steps=max_steps,
             step_timeout=step_timeout,
             max_observation_chars=max_observation_chars,
-            reward_mode=reward,
+            reward=reward,
             grade_on_truncation=grade_on_truncation,
-            pool=self.pool,
+            sandbox=sandbox,
+            pool_size=pool_size,
         )
+        self.tasks: list[SWETask] = load_tasks(tasks, instance_ids=instance_ids)
+        self._by_id = {task.instance_id: task for task in self.tasks}
+        self.provider = self.settings.provider
+        self.spec_base = self.settings.spec
+        self.pool = self.settings.pool
+        self.render_mode = render_mode
+        self.observation_space = text_space(max_observation_chars)
+        self.action_space = text_space(MAX_ACTION_CHARS)
         self._episode: Episode | None = None
         self._closing: list[Future[None]] = []
-        if self.pool is not None:
-            run_sync(_prefetch(self.pool, self.tasks, self.spec_base))
+        self._owner_pid = os.getpid()  # a forked copy of this env must not close the parent's sandbox
+        run_sync(warm_up(self.settings, self.tasks))
 
     @property
     def task(self) -> SWETask | None:
@@ -183,16 +170,9 @@ class SWEEnv(gym.Env[str, str]):
 
     def __del__(self) -> None:
         # At interpreter exit the atexit hook in swe_gym.sandbox.loop closes sandboxes instead.
-        if getattr(self, "_episode", None) is not None and not sys.is_finalizing():
+        owner = getattr(self, "_owner_pid", None) == os.getpid()
+        if owner and getattr(self, "_episode", None) is not None and not sys.is_finalizing():
             self._release(self._episode, wait=True)
-
-
-async def _prefetch(pool: SandboxPool, tasks: list[SWETask], base: SandboxSpec) -> None:
-    """Start the pool and build the tasks' repository archives now, not in the first resets."""
-    pool.prefetch(task_spec(task, base) for task in tasks)
-    for task in tasks:
-        if task.repo_source is not None:
-            await offload(repo_archive, task)
 
 
 def _as_text(action: Any) -> str:

@@ -27,6 +27,11 @@ PERMANENT = (ImageNotFoundError, ProviderUnavailableError, ConfigError)
 _gates: weakref.WeakKeyDictionary[SandboxProvider, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 
+def forget_gates() -> None:
+    """Semaphores belong to one event loop; a forked child starts a new one."""
+    _gates.clear()
+
+
 def create_gate(provider: SandboxProvider) -> asyncio.Semaphore:
     """The provider's create semaphore (size: its ``max_concurrent_creates``, default 8)."""
     gate = _gates.get(provider)

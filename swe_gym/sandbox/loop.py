@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -27,6 +28,21 @@ def background_loop() -> asyncio.AbstractEventLoop:
 
 
 _exiting = False
+
+
+def _forget_parent_state() -> None:
+    """In a forked child (e.g. a Gymnasium AsyncVectorEnv worker) the parent's loop thread does not
+    exist and the parent's sandboxes are not ours to close: start clean."""
+    global _loop, _lock
+    from swe_gym.sandbox.backend import LIVE
+    from swe_gym.sandbox.create import forget_gates
+
+    _loop, _lock = None, threading.Lock()
+    LIVE.clear()
+    forget_gates()
+
+
+os.register_at_fork(after_in_child=_forget_parent_state)
 
 
 async def offload(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
