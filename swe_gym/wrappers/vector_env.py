@@ -209,6 +209,7 @@ class SWEVectorEnv(VectorEnv):
         previous, episode = self._episodes[i], Episode(self.settings, task)
         self._episodes[i], self._start_failures[i] = episode, None
         if previous is not None:
+            self._closing = [f for f in self._closing if not f.done()]
             self._closing.append(asyncio.run_coroutine_threadsafe(previous.close(), background_loop()))
         try:
             return await episode.start()
