@@ -208,9 +208,6 @@ class SWEVectorEnv(VectorEnv):
         task = self._pick(i, task_id)
         previous, episode = self._episodes[i], Episode(self.settings, task)
         self._episodes[i], self._start_failures[i] = episode, None
-        if previous is not None:
-            self._closing = [f for f in self._closing if not f.done()]
-            self._closing.append(asyncio.run_coroutine_threadsafe(previous.close(), background_loop()))
         try:
             return await episode.start()
         except SandboxError as exc:
@@ -221,6 +218,10 @@ class SWEVectorEnv(VectorEnv):
             log.warning("sub-env %d: %s", i, reason)
             observation = to_observation(f"[swe_gym: {reason}]", self.settings.max_observation_chars)
             return observation, {"instance_id": task.instance_id, "masked": True, "masked_reason": reason}
+        finally:
+            if previous is not None:  # torn down after the new one is up, off the critical path
+                self._closing = [f for f in self._closing if not f.done()]
+                self._closing.append(asyncio.run_coroutine_threadsafe(previous.close(), background_loop()))
 
     async def _start_all(self, starts: list[tuple[int, str | None]]) -> list[Reset]:
         return list(await asyncio.gather(*(self._start(i, task_id) for i, task_id in starts)))
