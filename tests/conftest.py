@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,6 +96,13 @@ def sandbox(provider_name: str) -> Iterator[Sandbox]:
     box.close()
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="ignore")
+    except OSError:  # removed meanwhile
+        return ""
+
+
 def leftover_sandboxes() -> dict[str, list[str]]:
     """Sandboxes of this test run still present, per provider (by label)."""
     found: dict[str, list[str]] = {}
@@ -102,7 +110,7 @@ def leftover_sandboxes() -> dict[str, list[str]]:
     found["local"] = [
         home.name
         for home in (local.config.root.iterdir() if local.config.root.is_dir() else [])
-        if DEFAULT_RUN_ID in (home / "meta.json").read_text(errors="ignore")
+        if DEFAULT_RUN_ID in _read(home / "meta.json")
     ]
     if _DOCKER_PROBLEM is None:
         import docker

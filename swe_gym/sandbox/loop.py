@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import os
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -28,6 +29,21 @@ def background_loop() -> asyncio.AbstractEventLoop:
 
 
 _exiting = False
+
+
+async def guarded(awaitable: Awaitable[T], cleanup: Callable[[T], Awaitable[None]]) -> T:
+    """Await ``awaitable``; if we are cancelled meanwhile, let it finish and ``cleanup`` its result.
+
+    For steps that create something outside the process (a container, a child process):
+    cancelling halfway must not orphan it.
+    """
+    task = asyncio.ensure_future(awaitable)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await cleanup(await task)
+        raise
 
 
 def _forget_parent_state() -> None:

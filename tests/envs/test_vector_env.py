@@ -225,6 +225,9 @@ def test_pool_hands_out_live_sandboxes_refills_and_respects_ttl() -> None:
             assert pool.ready_count(spec) == 2  # refilled in the background
             _, dead = pool._ready[next(iter(pool._ready))][0]
             dead.backend._proc.kill()  # dies while waiting in the pool
+            await dead.backend._proc.wait()
+            while await dead.status() is SandboxStatus.RUNNING:  # the runner goes with its parent
+                await asyncio_sleep(0.05)
             box = await pool.take(spec)
             assert pool.stats.discarded == 1 and await box.status() is SandboxStatus.RUNNING
             await box.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+import time
 
 import pytest
 
@@ -140,3 +141,28 @@ def test_program_exit_without_close_removes_the_sandbox(provider_name: str) -> N
         from pathlib import Path
 
         assert not Path(created).exists()
+
+
+def test_cancelling_a_create_at_any_moment_leaves_nothing(provider_name: str) -> None:
+    """Ctrl-C or a closed vector env can cancel a create halfway: no orphan container or process."""
+    import asyncio
+
+    from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+    from swe_gym.sandbox.loop import run_sync
+    from tests.conftest import PROVIDERS, leftover_sandboxes
+
+    config, image = PROVIDERS[provider_name]
+
+    async def scenario() -> None:
+        for delay in (0.0, 0.01, 0.03, 0.06, 0.1, 0.15, 0.2, 0.3):
+            task = asyncio.ensure_future(AsyncSandbox.create(SandboxSpec(image=image), config))
+            await asyncio.sleep(delay)
+            task.cancel()
+            try:
+                await (await task).close()
+            except asyncio.CancelledError:
+                pass
+
+    run_sync(scenario())
+    time.sleep(1.0)  # docker's auto-removal is asynchronous
+    assert not any(leftover_sandboxes().values())

@@ -12,6 +12,7 @@ even if this process is killed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from typing import Any, Literal
@@ -24,7 +25,7 @@ from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import RunnerChannel
 from swe_gym.sandbox.images import ImageRewriter
-from swe_gym.sandbox.loop import offload
+from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.spec import SandboxSpec
 
 try:
@@ -216,12 +217,16 @@ class DockerProvider:
             )
         image = self.rewriter.rewrite(spec.image)
         try:
-            container_id = await asyncio.to_thread(self._create_container, spec, image)
+            container_id = await guarded(asyncio.to_thread(self._create_container, spec, image), self._remove_quietly)
             sandbox = DockerSandbox(container_id, spec.model_copy(update={"image": image}), self.api)
             await sandbox._boot(sandbox._connect())
         except (docker.errors.APIError, requests.RequestException) as exc:
             raise SandboxError(f"docker could not start a container from {image!r}: {exc}") from exc
         return sandbox
+
+    async def _remove_quietly(self, container_id: str) -> None:
+        with contextlib.suppress(docker.errors.APIError):
+            await offload(self.api.remove_container, container_id, force=True)
 
     async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
         return await asyncio.to_thread(self._cleanup, run_id, older_than_s)

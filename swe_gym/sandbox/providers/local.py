@@ -29,7 +29,7 @@ from swe_gym.errors import ConfigError, ProviderUnavailableError
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import RunnerChannel
-from swe_gym.sandbox.loop import offload
+from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.providers.cgroups import Cgroup, cgroup_dirs_for, join_command
 from swe_gym.sandbox.spec import SandboxSpec
 
@@ -109,8 +109,12 @@ class LocalSandbox(RunnerSandbox):
         return f"local sandbox {self.id} runner exit code {code}; runner log: {tail.strip() or '(empty)'}"
 
     async def _start(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        async def kill(proc: asyncio.subprocess.Process) -> None:
+            proc.kill()
+            await proc.wait()
+
         with open(self.home / "runner.log", "wb") as errlog:
-            self._proc = await asyncio.create_subprocess_exec(
+            spawn = asyncio.create_subprocess_exec(
                 *join_command(self._cgroup, argv),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
@@ -119,6 +123,7 @@ class LocalSandbox(RunnerSandbox):
                 cwd=cwd,
                 start_new_session=True,
             )
+            self._proc = await guarded(spawn, kill)
         meta = json.loads((self.home / "meta.json").read_text())
         meta["runner_pid"] = self._proc.pid
         (self.home / "meta.json").write_text(json.dumps(meta))
