@@ -148,7 +148,10 @@ class SWEEnv(gym.Env[str, str]):
         episode, self._episode = self._episode, None
         self._release(episode, wait=True)
         for future in self._closing:
-            future.result()
+            try:
+                future.result()
+            except SandboxError as exc:
+                log.warning("could not close a sandbox: %s", exc)
         self._closing.clear()
         if self.pool is not None:
             run_sync(self.pool.close())

@@ -106,6 +106,7 @@ class SWEVectorEnv(VectorEnv):
         self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[tuple[str, ...], dict[str, Any]]:
         options = dict(options or {})
+        super().reset(seed=seed if isinstance(seed, int) else None)
         seeds = self._seeds(seed)
         mask = np.asarray(options.get("reset_mask", np.ones(self.num_envs, dtype=bool)), dtype=bool)
         if mask.shape != (self.num_envs,):
@@ -164,8 +165,7 @@ class SWEVectorEnv(VectorEnv):
             inflight.cancel()
         episodes, self._episodes = self._episodes, [None] * self.num_envs
         run_sync(self._close_all(episodes))
-        for future in self._closing:
-            future.result()
+        _wait_all(self._closing)
         if self.settings.pool is not None:
             run_sync(self.settings.pool.close())
 
@@ -249,3 +249,13 @@ class SWEVectorEnv(VectorEnv):
     @staticmethod
     async def _close_all(episodes: list[Episode | None]) -> None:
         await asyncio.gather(*(e.close() for e in episodes if e is not None), return_exceptions=True)
+
+
+def _wait_all(futures: list[Future[None]]) -> None:
+    """Wait for background closes; one that failed is logged, not raised (close must finish)."""
+    for future in futures:
+        try:
+            future.result()
+        except SandboxError as exc:
+            log.warning("could not close a sandbox: %s", exc)
+    futures.clear()
