@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 
 import swe_gym  # noqa: F401 - registers the env
 from swe_gym.errors import SandboxError
-from swe_gym.sandbox import SandboxSpec, SandboxStatus
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec, SandboxStatus
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.sandbox.providers.local import LocalProvider
@@ -224,10 +224,7 @@ def test_pool_hands_out_live_sandboxes_refills_and_respects_ttl() -> None:
             await pool.wait_ready()
             assert pool.ready_count(spec) == 2  # refilled in the background
             _, dead = pool._ready[next(iter(pool._ready))][0]
-            dead.backend._proc.kill()  # dies while waiting in the pool
-            await dead.backend._proc.wait()
-            while await dead.status() is SandboxStatus.RUNNING:  # the runner goes with its parent
-                await asyncio_sleep(0.05)
+            await _kill_processes(dead)  # it dies while waiting in the pool
             box = await pool.take(spec)
             assert pool.stats.discarded == 1 and await box.status() is SandboxStatus.RUNNING
             await box.close()
@@ -244,6 +241,20 @@ def test_pool_hands_out_live_sandboxes_refills_and_respects_ttl() -> None:
 
     run_sync(scenario())
     assert not any(leftover_sandboxes().values())
+
+
+async def _kill_processes(box: AsyncSandbox) -> None:
+    """Kill every process of a local sandbox, as an OOM killer or an operator would."""
+    backend = box.backend
+    if backend._cgroup is not None:
+        backend._cgroup.kill_all()
+    backend._proc.kill()
+    await backend._proc.wait()
+    for _ in range(100):
+        if await box.status() is not SandboxStatus.RUNNING:
+            return
+        await asyncio_sleep(0.05)
+    raise AssertionError("the sandbox survived its processes being killed")
 
 
 async def asyncio_sleep(seconds: float) -> None:
