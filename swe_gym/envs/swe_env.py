@@ -22,7 +22,7 @@ from swe_gym.envs.text import text_space
 from swe_gym.errors import ConfigError, SandboxError
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
-from swe_gym.sandbox.loop import background_loop, run_sync
+from swe_gym.sandbox.loop import background_loop, in_loop_thread, run_sync
 from swe_gym.tasks import SWETask, load_tasks
 from swe_gym.tasks.loader import TaskSource
 
@@ -163,7 +163,7 @@ class SWEEnv(gym.Env[str, str]):
         if episode is None or episode.sandbox is None:
             return
         future = asyncio.run_coroutine_threadsafe(episode.close(), background_loop())
-        if not wait:
+        if not wait or in_loop_thread():  # e.g. __del__ run by the GC on the loop: never block it
             self._closing.append(future)
             return
         try:

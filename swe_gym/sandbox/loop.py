@@ -86,8 +86,22 @@ def _close_live_sandboxes() -> None:
 CANCEL_GRACE_S = 30.0
 
 
+def in_loop_thread() -> bool:
+    """Whether the caller runs on the background loop itself (where waiting on it would deadlock)."""
+    loop = _loop
+    if loop is None:
+        return False
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on the background loop and wait; Ctrl-C cancels it there and waits for its cleanup."""
+    if in_loop_thread():
+        coro.close()
+        raise RuntimeError("swe_gym's sync API was called from its own event loop; use the async API there")
     finished = threading.Event()
 
     async def tracked() -> T:
