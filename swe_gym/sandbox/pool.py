@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 
 from pydantic import BaseModel
@@ -43,13 +43,17 @@ def spec_key(spec: SandboxSpec) -> str:
 class SandboxPool:
     """Keeps ``size`` started sandboxes per spec. Use from the swe_gym event loop (see `loop.run_sync`)."""
 
-    def __init__(self, provider: ProviderLike = "local", size: int = 2) -> None:
-        if size < 1:
-            raise ValueError("a pool needs size >= 1")
+    def __init__(self, provider: ProviderLike = "local", size: int = 2, *, max_specs: int = 4) -> None:
+        if size < 1 or max_specs < 1:
+            raise ValueError("a pool needs size >= 1 and max_specs >= 1")
         self.provider = get_provider(provider)
         self.size = size
+        self.max_specs = max_specs
         self.stats = PoolStats()
-        self._ready: dict[str, deque[tuple[float, AsyncSandbox]]] = {}
+        # Least recently used spec first: with many images (one per task) only the last
+        # ``max_specs`` keep ready sandboxes, so the pool never holds more than size * max_specs.
+        self._ready: OrderedDict[str, deque[tuple[float, AsyncSandbox]]] = OrderedDict()
+        self._evicting: set[asyncio.Task[None]] = set()
         self._specs: dict[str, SandboxSpec] = {}
         self._filling: dict[str, asyncio.Task[None]] = {}
         self._closed = False
@@ -82,9 +86,15 @@ class SandboxPool:
             asyncio.get_running_loop().call_later(delay, self._refill, key)
 
     def prefetch(self, specs: Iterable[SandboxSpec]) -> None:
-        """Start filling for specs that are coming (e.g. the images of the next tasks)."""
+        """Start filling for the first ``max_specs`` distinct specs that are coming, in order."""
+        keys: list[str] = []
         for spec in specs:
-            self._refill(self._register(spec))
+            if spec_key(spec) not in keys:
+                if len(keys) == self.max_specs:
+                    break
+                keys.append(self._register(spec))
+        for key in keys:
+            self._refill(key)
 
     async def wait_ready(self) -> None:
         """Until every background refill has finished (tests and benchmarks)."""
@@ -98,13 +108,35 @@ class SandboxPool:
         await asyncio.gather(*self._filling.values(), return_exceptions=True)
         boxes = [box for queue in self._ready.values() for _, box in queue]
         self._ready.clear()
-        await asyncio.gather(*(box.close() for box in boxes), return_exceptions=True)
+        await asyncio.gather(*(box.close() for box in boxes), *self._evicting, return_exceptions=True)
 
     def _register(self, spec: SandboxSpec) -> str:
         key = spec_key(spec)
         self._specs.setdefault(key, spec)
         self._ready.setdefault(key, deque())
+        self._ready.move_to_end(key)
+        while len(self._ready) > self.max_specs:
+            self._evict(next(iter(self._ready)))
         return key
+
+    def _evict(self, key: str) -> None:
+        """Forget the least recently used spec: stop its refill and close its ready sandboxes."""
+        queue = self._ready.pop(key)
+        self._specs.pop(key, None)
+        filling = self._filling.pop(key, None)
+        if filling is not None:
+            filling.cancel()
+        boxes = [box for _, box in queue]
+        self.stats.discarded += len(boxes)
+        task = asyncio.get_running_loop().create_task(self._close_boxes(boxes, filling))
+        self._evicting.add(task)
+        task.add_done_callback(self._evicting.discard)
+
+    @staticmethod
+    async def _close_boxes(boxes: list[AsyncSandbox], filling: asyncio.Task[None] | None) -> None:
+        if filling is not None:
+            await asyncio.gather(filling, return_exceptions=True)
+        await asyncio.gather(*(box.close() for box in boxes), return_exceptions=True)
 
     def _pool_spec(self, spec: SandboxSpec) -> SandboxSpec:
         """Pooled sandboxes serve any task: they carry the pool label instead of the task's."""
@@ -112,13 +144,13 @@ class SandboxPool:
 
     def _refill(self, key: str) -> None:
         running = self._filling.get(key)
-        if self._closed or (running is not None and not running.done()):
+        if self._closed or key not in self._ready or (running is not None and not running.done()):
             return
         self._filling[key] = asyncio.get_running_loop().create_task(self._fill(key))
 
     async def _fill(self, key: str) -> None:
         spec = self._pool_spec(self._specs[key])
-        while not self._closed and len(self._ready[key]) < self.size:
+        while not self._closed and key in self._ready and len(self._ready[key]) < self.size:
             need = self.size - len(self._ready[key])
             results = await asyncio.gather(
                 *(AsyncSandbox.create(spec, self.provider) for _ in range(need)), return_exceptions=True
@@ -127,7 +159,7 @@ class SandboxPool:
                 if isinstance(result, BaseException):
                     self.stats.failed += 1
                     log.warning("sandbox pool could not start a sandbox: %s", result)
-                elif self._closed:
+                elif self._closed or key not in self._ready:
                     await result.close()
                 else:
                     self.stats.created += 1

@@ -243,6 +243,30 @@ def test_pool_hands_out_live_sandboxes_refills_and_respects_ttl() -> None:
     assert not any(leftover_sandboxes().values())
 
 
+def test_pool_keeps_ready_sandboxes_for_a_bounded_number_of_specs() -> None:
+    """One image per task (as in SWE-bench) must not mean ready sandboxes for every image."""
+    config, _ = provider_setup("local")
+    specs = [SandboxSpec(env={"IMAGE_STANDIN": str(i)}) for i in range(4)]
+
+    async def scenario() -> None:
+        pool = SandboxPool(config, size=1, max_specs=2)
+        try:
+            pool.prefetch(specs)  # only the first two, in task order
+            await pool.wait_ready()
+            assert [pool.ready_count(s) for s in specs] == [1, 1, 0, 0]
+            box = await pool.take(specs[2])  # a third spec evicts the least recently used one
+            await box.close()
+            await asyncio_sleep(0.5)
+            await pool.wait_ready()
+            assert pool.ready_count(specs[0]) == 0 and pool.ready_count(specs[2]) == 1
+            assert pool.ready_count() <= pool.size * pool.max_specs
+        finally:
+            await pool.close()
+
+    run_sync(scenario())
+    assert not any(leftover_sandboxes().values())
+
+
 async def _kill_processes(box: AsyncSandbox) -> None:
     """Kill every process of a local sandbox, as an OOM killer or an operator would."""
     backend = box.backend
