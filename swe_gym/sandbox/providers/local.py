@@ -11,6 +11,7 @@ bwrap the runner is a plain process tree: a convenience, not a security boundary
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -36,6 +37,7 @@ from swe_gym.sandbox.spec import SandboxSpec
 log = logging.getLogger(__name__)
 
 DEFAULT_ROOT = Path(os.environ.get("SWE_GYM_LOCAL_ROOT", Path(tempfile.gettempdir()) / "swe_gym-sandboxes"))
+EXIT_WAIT_S = 10.0
 _SKIP_TOP = {"proc", "dev", "sys", "tmp", "run", "lost+found"}
 
 
@@ -109,9 +111,8 @@ class LocalSandbox(RunnerSandbox):
         return f"local sandbox {self.id} runner exit code {code}; runner log: {tail.strip() or '(empty)'}"
 
     async def _start(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
-        async def kill(proc: asyncio.subprocess.Process) -> None:
-            proc.kill()
-            await proc.wait()
+        async def adopt(proc: asyncio.subprocess.Process) -> None:
+            self._proc = proc  # cancelled halfway: `_terminate` (via `_boot`) still finds it
 
         with open(self.home / "runner.log", "wb") as errlog:
             spawn = asyncio.create_subprocess_exec(
@@ -123,7 +124,7 @@ class LocalSandbox(RunnerSandbox):
                 cwd=cwd,
                 start_new_session=True,
             )
-            self._proc = await guarded(spawn, kill)
+            self._proc = await guarded(spawn, adopt)
         meta = json.loads((self.home / "meta.json").read_text())
         meta["runner_pid"] = self._proc.pid
         (self.home / "meta.json").write_text(json.dumps(meta))
@@ -131,13 +132,18 @@ class LocalSandbox(RunnerSandbox):
         self._attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe))
 
     async def _terminate(self) -> None:
+        # Everything in the sandbox's cgroup first: a bwrap child orphaned while starting up would
+        # otherwise keep our pipes open, and asyncio's wait() only returns once they are closed.
+        if self._cgroup is not None:
+            await offload(self._cgroup.kill_all)
         proc = self._proc
         if proc is not None and proc.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-            except ProcessLookupError:
-                pass
-            await proc.wait()
+            try:
+                await asyncio.wait_for(proc.wait(), EXIT_WAIT_S)
+            except TimeoutError:
+                log.warning("local sandbox %s: runner did not go away within %ss", self.id, EXIT_WAIT_S)
         await offload(_remove_home, self.home, self._cgroup)
 
 
