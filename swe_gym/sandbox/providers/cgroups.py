@@ -118,3 +118,11 @@ def cgroup_dirs_for(name: str) -> list[Path]:
         return [parent / name for parent in _controller_dirs().values() if (parent / name).is_dir()]
     except OSError:
         return []
+
+
+def sandbox_group_names() -> set[str]:
+    """Names of every sandbox cgroup that exists (for finding ones whose sandbox is gone)."""
+    try:
+        return {group.name for parent in _controller_dirs().values() if parent.is_dir() for group in parent.iterdir()}
+    except OSError:
+        return set()

@@ -31,7 +31,7 @@ from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import RunnerChannel
 from swe_gym.sandbox.loop import guarded, offload
-from swe_gym.sandbox.providers.cgroups import Cgroup, cgroup_dirs_for, join_command
+from swe_gym.sandbox.providers.cgroups import Cgroup, cgroup_dirs_for, join_command, sandbox_group_names
 from swe_gym.sandbox.spec import SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -246,6 +246,10 @@ class LocalProvider:
             groups = cgroup_dirs_for(f"sbx-{meta.get('id')}")
             _remove_home(home, Cgroup(groups) if groups else None)
             removed.append(str(meta.get("id")))
+        for name in sandbox_group_names():  # empty groups whose workspace is gone (a killed owner)
+            group = Cgroup(cgroup_dirs_for(name))
+            if name.startswith("sbx-") and not (root / name.removeprefix("sbx-")).exists() and not group.pids():
+                group.remove()
         return removed
 
 
