@@ -7,11 +7,13 @@ read from ``/proc/self``, the leftover-container count used by every script's fi
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -196,3 +198,21 @@ def write_json(path: Path | None, payload: dict[str, Any]) -> None:
         return
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     print(f"raw numbers written to {path}")
+
+
+def docker_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The options every Docker benchmark shares: --image and --json."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n", 1)[0])
+    parser.add_argument("--image", default=DEFAULT_IMAGE, help=f"task image (default: {DEFAULT_IMAGE})")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the raw numbers to this JSON file")
+    return parser
+
+
+def start_docker_benchmark(image: str) -> dict[str, Any] | None:
+    """Machine info, printed; None (after saying why) when the image is not on the engine."""
+    if not image_present(image):
+        print(f"image {image!r} is not on this Docker engine; build it first or pass --image", file=sys.stderr)
+        return None
+    info = machine_info(image)
+    print_machine(info)
+    return info

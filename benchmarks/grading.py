@@ -36,17 +36,14 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from bench_common import (
-    DEFAULT_IMAGE,
     BenchmarkError,
     Summary,
-    image_present,
+    docker_parser,
     leak_check,
     leaked,
-    machine_info,
-    print_machine,
+    start_docker_benchmark,
     write_json,
 )
 
@@ -156,11 +153,9 @@ def report(samples: Samples) -> tuple[float, bool]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--image", default=DEFAULT_IMAGE, help=f"task image (default: {DEFAULT_IMAGE})")
+    parser = docker_parser(__doc__)
     parser.add_argument("--tasks", type=int, default=3, help="bundled tasks to grade (default: 3)")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per method and task (default: 5)")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="also write every raw sample to this JSON file")
     args = parser.parse_args(argv)
     if args.tasks < 1 or args.rounds < 1:
         parser.error("--tasks and --rounds must be at least 1")
@@ -169,11 +164,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if not image_present(args.image):
-        print(f"image {args.image!r} is not on this Docker engine; build it first or pass --image", file=sys.stderr)
+    info = start_docker_benchmark(args.image)
+    if info is None:
         return 2
-    info = machine_info(args.image)
-    print_machine(info)
     tasks = load_tasks("bundled")[: args.tasks]
     print(f"tasks: {', '.join(t.instance_id for t in tasks)}; {args.rounds} rounds after 1 warm-up each")
     samples, error = Samples(), None

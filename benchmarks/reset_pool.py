@@ -35,23 +35,20 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import gymnasium as gym
 from bench_common import (
     BENCH_LABEL,
-    DEFAULT_IMAGE,
     BenchmarkError,
     Method,
     Summary,
     describe,
-    image_present,
+    docker_parser,
     interleave,
     leak_check,
     leaked,
-    machine_info,
-    print_machine,
     print_table,
+    start_docker_benchmark,
     write_json,
 )
 
@@ -104,10 +101,8 @@ def verdict(warm: Method) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--image", default=DEFAULT_IMAGE, help=f"task image (default: {DEFAULT_IMAGE})")
+    parser = docker_parser(__doc__)
     parser.add_argument("--resets", type=int, default=15, help="counted calls per method (default: 15)")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="also write every raw sample to this JSON file")
     args = parser.parse_args(argv)
     if args.resets < 1:
         parser.error("--resets must be at least 1")
@@ -116,11 +111,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if not image_present(args.image):
-        print(f"image {args.image!r} is not on this Docker engine; build it first or pass --image", file=sys.stderr)
+    info = start_docker_benchmark(args.image)
+    if info is None:
         return 2
-    info = machine_info(args.image)
-    print_machine(info)
     print(f"resets: {args.resets} per method after 1 warm-up, interleaved (order rotated each round)")
     cold_notes: list[float] = []
     warm_notes: list[float] = []

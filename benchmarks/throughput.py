@@ -37,19 +37,16 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 from bench_common import (
-    DEFAULT_IMAGE,
     BenchmarkError,
-    image_present,
+    docker_parser,
     leak_check,
     leaked,
-    machine_info,
-    print_machine,
     proc_sample,
+    start_docker_benchmark,
     write_json,
 )
 
@@ -209,11 +206,9 @@ def parse_ns(text: str) -> list[int]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--image", default=DEFAULT_IMAGE, help=f"task image (default: {DEFAULT_IMAGE})")
+    parser = docker_parser(__doc__)
     parser.add_argument("--ns", type=parse_ns, default=[1, 4, 16, 64], help="sub-env counts (default: 1,4,16,64)")
     parser.add_argument("--steps", type=int, default=20, help="timed batched steps per N (default: 20)")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the table to this JSON file")
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error("--steps must be at least 1")
@@ -222,11 +217,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if not image_present(args.image):
-        print(f"image {args.image!r} is not on this Docker engine; build it first or pass --image", file=sys.stderr)
+    info = start_docker_benchmark(args.image)
+    if info is None:
         return 2
-    info = machine_info(args.image)
-    print_machine(info)
     print(f"command: {COMMAND!r}; {args.steps} timed steps after {WARMUP_STEPS} warm-up, per N in {args.ns}")
     rows: list[Row] = []
     try:
