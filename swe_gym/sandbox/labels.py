@@ -34,6 +34,3 @@ def matches(labels: dict[str, str], *, run_id: str | None, older_than_s: float |
             return False
     return True
 
-
-def expired(labels: dict[str, str]) -> bool:
-    return float(labels.get(EXPIRES_AT, "inf") or "inf") < time.time()
