@@ -33,4 +33,3 @@ def matches(labels: dict[str, str], *, run_id: str | None, older_than_s: float |
         if time.time() - created < older_than_s:
             return False
     return True
-
