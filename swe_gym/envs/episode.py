@@ -7,9 +7,12 @@ last step extracts the patch, frees the sandbox and grades in a fresh one.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swe_gym.envs.prompt import SUBMIT, SUBMIT_MARKER, task_prompt
 from swe_gym.envs.text import to_observation
@@ -148,44 +151,59 @@ class Episode:
         }
 
 
-def make_settings(
-    provider: ProviderLike,
-    *,
-    image: str | None,
-    max_steps: int,
-    step_timeout: float,
-    max_observation_chars: int,
-    reward: str,
-    grade_on_truncation: bool,
-    sandbox: SandboxSpec | Mapping[str, Any] | None,
-    pool_size: int,
-) -> EpisodeSettings:
-    """Validate the env options shared by `SWEEnv` and `SWEVectorEnv`."""
-    if max_steps < 1 or step_timeout <= 0 or max_observation_chars < 64:
-        raise ConfigError("need max_steps >= 1, step_timeout > 0 and max_observation_chars >= 64")
-    if reward not in ("binary", "partial"):
-        raise ConfigError(f"reward must be 'binary' or 'partial', got {reward!r}")
-    if pool_size < 0:
-        raise ConfigError(f"pool_size must be >= 0, got {pool_size}")
+class EnvOptions(BaseModel):
+    """The options `SWEEnv` and `SWEVectorEnv` share (see `SWEEnv` for what each means)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: str | None = None
+    max_steps: int = Field(default=50, ge=1)
+    step_timeout: float = Field(default=60.0, gt=0)
+    max_observation_chars: int = Field(default=20_000, ge=64)
+    reward: Literal["binary", "partial"] = "binary"
+    grade_on_truncation: bool = True
+    sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
+    pool_size: int = Field(default=0, ge=0)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any]) -> EnvOptions:
+        try:
+            return cls(**options)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"invalid env options ({problems})") from None
+
+
+def make_settings(provider: ProviderLike, options: EnvOptions) -> EpisodeSettings:
     resolved = get_provider(provider)
-    base = sandbox if isinstance(sandbox, SandboxSpec) else SandboxSpec(**dict(sandbox or {}))
-    spec = base.model_copy(
+    spec = options.sandbox.model_copy(
         update={
-            "image": image or base.image,
-            "exec_timeout_s": step_timeout,
-            "max_output_bytes": max_observation_chars * 4,
+            "image": options.image or options.sandbox.image,
+            "exec_timeout_s": options.step_timeout,
+            "max_output_bytes": options.max_observation_chars * 4,
         }
     )
     return EpisodeSettings(
         provider=resolved,
         spec=spec,
-        max_steps=max_steps,
-        step_timeout=step_timeout,
-        max_observation_chars=max_observation_chars,
-        reward_mode=reward,
-        grade_on_truncation=grade_on_truncation,
-        pool=SandboxPool(resolved, pool_size) if pool_size else None,
+        max_steps=options.max_steps,
+        step_timeout=options.step_timeout,
+        max_observation_chars=options.max_observation_chars,
+        reward_mode=options.reward,
+        grade_on_truncation=options.grade_on_truncation,
+        pool=SandboxPool(resolved, options.pool_size) if options.pool_size else None,
     )
+
+
+def pick_task(
+    tasks: Sequence[SWETask], by_id: Mapping[str, SWETask], rng: np.random.Generator, task_id: str | None
+) -> SWETask:
+    """The task named ``task_id``, else one drawn with ``rng`` (so a seed fixes the choice)."""
+    if task_id is None:
+        return tasks[int(rng.integers(len(tasks)))]
+    if task_id not in by_id:
+        raise ConfigError(f"unknown task_id {task_id!r}; this env has {len(tasks)} tasks")
+    return by_id[task_id]
 
 
 async def warm_up(settings: EpisodeSettings, tasks: list[SWETask]) -> None:

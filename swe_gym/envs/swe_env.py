@@ -11,16 +11,16 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from swe_gym.envs.episode import Episode, make_settings, warm_up
+from swe_gym.envs.episode import EnvOptions, Episode, make_settings, pick_task, warm_up
 from swe_gym.envs.text import text_space
 from swe_gym.errors import ConfigError, SandboxError
-from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox import AsyncSandbox
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import background_loop, in_loop_thread, run_sync
 from swe_gym.tasks import SWETask, load_tasks
@@ -65,37 +65,21 @@ class SWEEnv(gym.Env[str, str]):
         tasks: TaskSource = "bundled",
         provider: ProviderLike = "local",
         *,
-        image: str | None = None,
-        max_steps: int = 50,
-        step_timeout: float = 60.0,
-        max_observation_chars: int = 20_000,
-        reward: Literal["binary", "partial"] = "binary",
-        grade_on_truncation: bool = True,
-        sandbox: SandboxSpec | Mapping[str, Any] | None = None,
         instance_ids: Iterable[str] | None = None,
-        pool_size: int = 0,
         render_mode: str | None = None,
+        **options: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.settings = make_settings(
-            provider,
-            image=image,
-            max_steps=max_steps,
-            step_timeout=step_timeout,
-            max_observation_chars=max_observation_chars,
-            reward=reward,
-            grade_on_truncation=grade_on_truncation,
-            sandbox=sandbox,
-            pool_size=pool_size,
-        )
+        parsed = EnvOptions.parse(options)
+        self.settings = make_settings(provider, parsed)
         self.tasks: list[SWETask] = load_tasks(tasks, instance_ids=instance_ids)
         self._by_id = {task.instance_id: task for task in self.tasks}
         self.provider = self.settings.provider
         self.spec_base = self.settings.spec
         self.pool = self.settings.pool
         self.render_mode = render_mode
-        self.observation_space = text_space(max_observation_chars)
+        self.observation_space = text_space(parsed.max_observation_chars)
         self.action_space = text_space(MAX_ACTION_CHARS)
         self._episode: Episode | None = None
         self._closing: list[Future[None]] = []
@@ -118,13 +102,7 @@ class SWEEnv(gym.Env[str, str]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        task_id = (options or {}).get("task_id")
-        if task_id is not None:
-            if task_id not in self._by_id:
-                raise ConfigError(f"unknown task_id {task_id!r}; this env has {len(self.tasks)} tasks")
-            task = self._by_id[task_id]
-        else:
-            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        task = pick_task(self.tasks, self._by_id, self.np_random, (options or {}).get("task_id"))
         previous, self._episode = self._episode, Episode(self.settings, task)
         try:
             return run_sync(self._episode.start())

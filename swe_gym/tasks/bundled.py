@@ -7,7 +7,6 @@ checkout with one deterministic base commit the first time it is needed.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -49,16 +48,9 @@ def load_bundled() -> list[SWETask]:
     return tasks
 
 
-def _tree_digest(source: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(source.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-@lru_cache(maxsize=64)
-def _archive(source: Path, digest: str) -> tuple[bytes, str]:
+@lru_cache(maxsize=256)
+def _archive(source: Path) -> tuple[bytes, str]:
+    """Built once per process and directory: resets must not re-read the tree."""
     if shutil.which("git") is None:
         raise TaskError("tasks with a repo_source need git on the host to build their base commit")
     with tempfile.TemporaryDirectory(prefix="swe_gym-repo-") as tmp:
@@ -87,4 +79,4 @@ def repo_archive(task: SWETask) -> tuple[bytes, str]:
         raise TaskError(f"task {task.instance_id} has no repo_source; its image must hold the repository")
     if not task.repo_source.is_dir():
         raise TaskError(f"task {task.instance_id}: repo_source {task.repo_source} is not a directory")
-    return _archive(task.repo_source, _tree_digest(task.repo_source))
+    return _archive(task.repo_source)

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from concurrent.futures import Future
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from swe_gym.envs.episode import Episode, StepResult, make_settings, warm_up
+from swe_gym.envs.episode import EnvOptions, Episode, StepResult, make_settings, pick_task, warm_up
 from swe_gym.envs.swe_env import MAX_ACTION_CHARS, _as_text
 from swe_gym.envs.text import text_space, to_observation
 from swe_gym.errors import ConfigError, SandboxError
-from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import background_loop, run_sync
 from swe_gym.tasks import SWETask, load_tasks
@@ -58,35 +57,21 @@ class SWEVectorEnv(VectorEnv):
         provider: ProviderLike = "local",
         *,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        image: str | None = None,
-        max_steps: int = 50,
-        step_timeout: float = 60.0,
-        max_observation_chars: int = 20_000,
-        reward: Literal["binary", "partial"] = "binary",
-        grade_on_truncation: bool = True,
-        sandbox: SandboxSpec | Mapping[str, Any] | None = None,
         instance_ids: Iterable[str] | None = None,
-        pool_size: int | None = None,
+        **options: Any,
     ) -> None:
         if num_envs < 1:
             raise ConfigError(f"num_envs must be >= 1, got {num_envs}")
         self.num_envs = num_envs
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {"autoreset_mode": self.autoreset_mode}
-        self.settings = make_settings(
-            provider,
-            image=image,
-            max_steps=max_steps,
-            step_timeout=step_timeout,
-            max_observation_chars=max_observation_chars,
-            reward=reward,
-            grade_on_truncation=grade_on_truncation,
-            sandbox=sandbox,
-            pool_size=max(1, num_envs // 4) if pool_size is None else pool_size,
-        )
+        if options.get("pool_size") is None:
+            options["pool_size"] = max(1, num_envs // 4)
+        parsed = EnvOptions.parse(options)
+        self.settings = make_settings(provider, parsed)
         self.tasks: list[SWETask] = load_tasks(tasks, instance_ids=instance_ids)
         self._by_id = {task.instance_id: task for task in self.tasks}
-        self.single_observation_space = text_space(max_observation_chars)
+        self.single_observation_space = text_space(parsed.max_observation_chars)
         self.single_action_space = text_space(MAX_ACTION_CHARS)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -193,15 +178,9 @@ class SWEVectorEnv(VectorEnv):
         return seeds
 
     def _pick(self, i: int, task_id: str | None) -> SWETask:
-        if task_id is not None:
-            if task_id not in self._by_id:
-                raise ConfigError(f"unknown task_id {task_id!r}")
-            return self._by_id[task_id]
-        rng = self._rngs[i]
-        if rng is None:
-            rng, _ = seeding.np_random(None)
-            self._rngs[i] = rng
-        return self.tasks[int(rng.integers(len(self.tasks)))]
+        if self._rngs[i] is None:
+            self._rngs[i], _ = seeding.np_random(None)
+        return pick_task(self.tasks, self._by_id, self._rngs[i], task_id)
 
     async def _start(self, i: int, task_id: str | None) -> Reset:
         """Start sub-env ``i``'s next episode; a sandbox that cannot start masks it instead of failing all."""
