@@ -1,24 +1,45 @@
 """Shared fixtures: the providers under test and a leak check over the whole session.
 
-Docker tests need a running engine and the test image (``.ci/run`` provides both).
-On a developer machine without them they skip with the reason; under CI
-(``CI=true``) a missing engine or image is a failure, never a skip.
+Every provider runs on its real runtime: Docker tests need a running engine and
+the test image; Apptainer tests an ``apptainer`` on PATH (and the test image, to
+build their SIF from); OpenSandbox tests a running ``opensandbox-server`` whose
+connection settings are in the environment or in the file ``.ci/provision_opensandbox.sh``
+writes. ``.ci/run`` provides all of them. On a developer machine without one, its
+tests skip with the reason; under CI (``CI=true``) a missing runtime is a failure, never a skip.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.request
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from swe_gym.sandbox import DEFAULT_RUN_ID, Sandbox, SandboxSpec, get_provider
+from swe_gym.errors import ProviderUnavailableError
+from swe_gym.sandbox import DEFAULT_RUN_ID, AsyncSandbox, Sandbox, SandboxSpec, get_provider
 from swe_gym.sandbox.providers.local import bwrap_works
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 TEST_IMAGE = os.environ.get("SWE_GYM_TEST_IMAGE", "swe-gym-test:bookworm")
+OPENSANDBOX_ENV_FILE = Path(os.environ.get("SWE_GYM_OPENSANDBOX_ENV_FILE", "/etc/swe-gym/opensandbox.env"))
+
+
+def _load_opensandbox_settings() -> None:
+    """Connection settings from the provisioning script's file, unless the environment has them."""
+    if os.environ.get("SWE_GYM_OPENSANDBOX_DOMAIN") or not OPENSANDBOX_ENV_FILE.is_file():
+        return
+    for line in OPENSANDBOX_ENV_FILE.read_text().splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and not key.startswith("#"):
+            os.environ.setdefault(key, value)
+
+
+_load_opensandbox_settings()
 
 
 def _docker_problem() -> str | None:
@@ -39,36 +60,69 @@ def _docker_problem() -> str | None:
 _DOCKER_PROBLEM = _docker_problem()
 
 
+@cache
+def _apptainer_problem() -> str | None:
+    try:
+        get_provider("apptainer").binary  # noqa: B018 - finds the runtime or says why not
+    except ProviderUnavailableError as exc:
+        return f"{exc} (run .ci/provision_apptainer.sh)"
+    return _DOCKER_PROBLEM  # the test SIF is built from the Docker test image
+
+
+@cache
+def _opensandbox_problem() -> str | None:
+    domain = os.environ.get("SWE_GYM_OPENSANDBOX_DOMAIN")
+    if not domain:
+        return (
+            f"no OpenSandbox server configured (run .ci/provision_opensandbox.sh, which writes {OPENSANDBOX_ENV_FILE})"
+        )
+    try:
+        urllib.request.urlopen(f"http://{domain}/health", timeout=5).read()
+    except OSError as exc:
+        return f"the OpenSandbox server at {domain} does not answer ({exc})"
+    return _DOCKER_PROBLEM  # its sandboxes run the Docker test image
+
+
+_PROBLEMS = {
+    "local": lambda: None if bwrap_works() else "bubblewrap (bwrap) is not available",
+    "local-unisolated": lambda: None,
+    "docker": lambda: _DOCKER_PROBLEM,
+    "apptainer": _apptainer_problem,
+    "opensandbox": _opensandbox_problem,
+}
+
+
+def require(name: str) -> None:
+    """Skip without the provider's runtime; under CI its absence is a failure."""
+    problem = _PROBLEMS[name]()
+    if problem is None:
+        return
+    if IN_CI:
+        pytest.fail(f"CI must run the {name} tests: {problem}")
+    pytest.skip(problem)
+
+
 def require_docker() -> None:
-    if _DOCKER_PROBLEM is None:
-        return
-    if IN_CI:
-        pytest.fail(f"CI must run the docker tests: {_DOCKER_PROBLEM}")
-    pytest.skip(_DOCKER_PROBLEM)
-
-
-def require_bwrap() -> None:
-    if bwrap_works():
-        return
-    if IN_CI:
-        pytest.fail("CI must run the local tests isolated: bubblewrap is missing")
-    pytest.skip("bubblewrap (bwrap) is not available")
+    require("docker")
 
 
 #: name -> (provider config, image). "local" is bwrap-isolated; "local-unisolated" is the fallback.
+#: OpenSandbox's deny-all egress policy needs the server's egress sidecar, an image CI cannot obtain.
 PROVIDERS: dict[str, tuple[dict[str, Any], str | None]] = {
     "local": ({"type": "local", "isolation": "bwrap"}, None),
     "local-unisolated": ({"type": "local", "isolation": "none"}, None),
     "docker": ({"type": "docker"}, TEST_IMAGE),
+    "apptainer": ({"type": "apptainer"}, TEST_IMAGE),
+    "opensandbox": ({"type": "opensandbox", "network_policy": "server-default"}, TEST_IMAGE),
 }
-ISOLATED = ["local", "docker"]
+#: Providers that isolate the sandbox from the host.
+ISOLATED = ["local", "docker", "apptainer", "opensandbox"]
+#: Where the runner is the sandbox's PID 1, so `kill -9 -1` inside cannot stop it.
+RUNNER_IS_PID1 = {"local", "docker"}
 
 
 def provider_setup(name: str) -> tuple[dict[str, Any], str | None]:
-    if name == "docker":
-        require_docker()
-    if name == "local":
-        require_bwrap()
+    require(name)
     return PROVIDERS[name]
 
 
@@ -112,12 +166,38 @@ def leftover_sandboxes() -> dict[str, list[str]]:
         for home in (local.config.root.iterdir() if local.config.root.is_dir() else [])
         if DEFAULT_RUN_ID in _read(home / "meta.json")
     ]
-    if _DOCKER_PROBLEM is None:
+    apptainer_root = get_provider("apptainer").config.root
+    found["apptainer"] = [
+        home.name
+        for home in (apptainer_root.iterdir() if apptainer_root.is_dir() else [])
+        if DEFAULT_RUN_ID in _read(home / "meta.json")
+    ]
+    if _DOCKER_PROBLEM is None:  # OpenSandbox's Docker runtime turns metadata into container labels
         import docker
 
         containers = docker.from_env().containers.list(all=True, filters={"label": f"swe_gym.run_id={DEFAULT_RUN_ID}"})
-        found["docker"] = [c.short_id for c in containers]
+        found["docker"] = [c.short_id for c in containers if "opensandbox.io/id" not in c.labels]
+        found["opensandbox"] = [c.labels["opensandbox.io/id"] for c in containers if "opensandbox.io/id" in c.labels]
     return found
+
+
+def kill_from_outside(box: Sandbox | AsyncSandbox) -> None:
+    """What a crash, an OOM killer or an operator does to a sandbox: kill it without asking us."""
+    import signal
+
+    backend = box.aio.backend if isinstance(box, Sandbox) else box.backend
+    if backend.provider_name in ("local", "apptainer"):
+        meta = json.loads((backend.home / "meta.json").read_text())
+        os.kill(meta["runner_pid"], signal.SIGKILL)
+        return
+    import docker
+
+    client = docker.from_env()
+    if backend.provider_name == "docker":
+        client.containers.get(backend.container_id).kill()
+    else:  # opensandbox on its Docker runtime
+        (container,) = client.containers.list(filters={"label": f"opensandbox.io/id={backend.id}"})
+        container.kill()
 
 
 @pytest.fixture(scope="session", autouse=True)

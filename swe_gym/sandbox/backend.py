@@ -19,7 +19,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from swe_gym.errors import SandboxDiedError, SandboxError
-from swe_gym.sandbox.channel import REPLY_GRACE_S, RunnerChannel
+from swe_gym.sandbox.channel import REPLY_GRACE_S, Channel
 from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
 
 log = logging.getLogger(__name__)
@@ -66,10 +66,10 @@ class RunnerSandbox(ABC):
         self.id = sandbox_id
         self.spec = spec
         self.workdir = workdir
-        self._channel: RunnerChannel | None = None
+        self._channel: Channel | None = None
         self._closed = False
 
-    def _attach(self, channel: RunnerChannel) -> None:
+    def _attach(self, channel: Channel) -> None:
         self._channel = channel
 
     async def _boot(self, start: Awaitable[None]) -> None:

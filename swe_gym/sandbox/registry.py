@@ -21,6 +21,8 @@ ProviderFactory = Callable[..., SandboxProvider]
 _BUILTIN: dict[str, tuple[str, str]] = {
     "local": ("swe_gym.sandbox.providers.local:LocalProvider", ""),
     "docker": ("swe_gym.sandbox.providers.docker:DockerProvider", "docker"),
+    "apptainer": ("swe_gym.sandbox.providers.apptainer:ApptainerProvider", "apptainer"),
+    "opensandbox": ("swe_gym.sandbox.providers.opensandbox:OpenSandboxProvider", "opensandbox"),
 }
 _registered: dict[str, ProviderFactory] = {}
 

@@ -1,7 +1,8 @@
 """The in-sandbox command runner: a standalone script, standard library only.
 
 Every provider starts this file (``python3 runner.py --ttl N``) as a long-lived
-process inside the sandbox and talks to it over its stdin/stdout. A step then
+process inside the sandbox and talks to it over its stdin/stdout (or, where the
+transport has no stdin, runs it once per call: ``--request FILE`` or ``--inline BASE64``). A step then
 costs one message round trip instead of a container-engine API call, and the
 runner gives every provider the same exec semantics: each command in its own
 session and process group, stdin at EOF, stdout and stderr merged in order,
@@ -13,21 +14,23 @@ The host is the only client, one request at a time. Keep this file compatible
 with Python 3.6 (old task images) and free of imports outside the stdlib.
 """
 
+import base64
 import fcntl
-import io
 import json
 import os
 import select
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 
 PROTOCOL_VERSION = 1
 _READ_CHUNK = 65536
 _DRAIN_AFTER_EXIT_S = 0.25
 TIMEOUT_EXIT_CODE = 124
+#: Around the reply of ``--request`` (one-shot) mode.
+ONE_SHOT_BEGIN = "SWE_GYM_REPLY_BEGIN"
+ONE_SHOT_END = "SWE_GYM_REPLY_END"
 #: Commands up to this size go to ``bash -c``; longer ones through an in-memory file.
 _ARGV_LIMIT = 100000
 
@@ -258,8 +261,15 @@ def run_command(req, command, reaper, wake_fd):
     return header, bytes(capture.head) + bytes(capture.tail)
 
 
-def _tar_filter_kwargs():
-    return {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
+def _untar(payload, dest):
+    # Imported here: tarfile costs milliseconds at every start of the one-shot mode.
+    import io
+    import tarfile
+
+    os.makedirs(dest, exist_ok=True)
+    kwargs = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
+    with tarfile.open(fileobj=io.BytesIO(payload)) as archive:
+        archive.extractall(dest, **kwargs)
 
 
 def handle(req, payload, reaper, wake_fd):
@@ -285,9 +295,7 @@ def handle(req, payload, reaper, wake_fd):
             return {"ok": False, "error": "file %s is larger than %d bytes" % (req["path"], limit)}, b""
         return {"ok": True}, data
     if op == "untar":
-        os.makedirs(req["path"], exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(payload)) as archive:
-            archive.extractall(req["path"], **_tar_filter_kwargs())
+        _untar(payload, req["path"])
         return {"ok": True}, b""
     return {"ok": False, "error": "unknown op %r" % (op,)}, b""
 
@@ -303,14 +311,8 @@ def _become_subreaper():
         pass
 
 
-def main(argv):
-    ttl = None
-    args = list(argv)
-    while args:
-        flag = args.pop(0)
-        if flag == "--ttl":
-            ttl = float(args.pop(0))
-    expires = None if ttl is None else time.time() + ttl
+def _prepare():
+    """Signals, the SIGCHLD wake-up pipe and subreaping; returns (reaper, wake fd)."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     # SIGCHLD wakes the select loop through this pipe: no polling for exits.
     wake_r, wake_w = os.pipe()
@@ -319,8 +321,21 @@ def main(argv):
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     _become_subreaper()
+    return Reaper(), wake_r
+
+
+def _safe_handle(req, payload, reaper, wake_fd):
+    try:
+        return handle(req, payload, reaper, wake_fd)
+    except Exception as exc:
+        return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}, b""
+
+
+def serve(ttl):
+    """The long-lived mode: frames on stdin/stdout until EOF, ``exit`` or the TTL."""
+    expires = None if ttl is None else time.time() + ttl
+    reaper, wake_r = _prepare()
     io_ = FrameIO(0, 1)
-    reaper = Reaper()
     while True:
         reaper.reap()
         try:
@@ -334,11 +349,41 @@ def main(argv):
         if req.get("op") == "exit":
             io_.write({"ok": True})
             return 0
-        try:
-            reply, data = handle(req, payload, reaper, wake_r)
-        except Exception as exc:
-            reply, data = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}, b""
-        io_.write(reply, data)
+        io_.write(*_safe_handle(req, payload, reaper, wake_r))
+
+
+def serve_one(data):
+    """The one-shot mode, for providers whose transport is one command per call (no stdin).
+
+    ``data`` is one request frame; the reply frame goes to stdout base64-encoded
+    between markers, so a text-only transport carries it intact.
+    """
+    line, _, rest = data.partition(b"\n")
+    req = json.loads(line.decode("utf-8"))
+    reaper, wake_r = _prepare()
+    reply, out = _safe_handle(req, rest[: int(req.get("size", 0))], reaper, wake_r)
+    frame = json.dumps(dict(reply, size=len(out))).encode("utf-8") + b"\n" + out
+    sys.stdout.write(ONE_SHOT_BEGIN + "\n" + base64.encodebytes(frame).decode("ascii") + ONE_SHOT_END + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def main(argv):
+    args = list(argv)
+    ttl = None
+    while args:
+        flag = args.pop(0)
+        if flag == "--ttl":
+            ttl = float(args.pop(0))
+        elif flag == "--request":  # the frame in a file, deleted once read
+            path = args.pop(0)
+            with open(path, "rb") as handle_:
+                data = handle_.read()
+            os.unlink(path)
+            return serve_one(data)
+        elif flag == "--inline":  # a small frame, base64 in argv
+            return serve_one(base64.b64decode(args.pop(0)))
+    return serve(ttl)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from swe_gym.grading import grade
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import load_tasks
-from tests.conftest import provider_setup
+from tests.conftest import ISOLATED, provider_setup
 
 TASKS = load_tasks("bundled")
 
@@ -20,7 +20,7 @@ def test_there_are_enough_bundled_tasks() -> None:
         assert task.repo_source is not None and (task.repo_source / ".gitignore").is_file()
 
 
-@pytest.mark.parametrize("provider", ["local", "docker"])
+@pytest.mark.parametrize("provider", ISOLATED)
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.instance_id)
 def test_gold_resolves_and_empty_does_not(task, provider: str) -> None:
     config, image = provider_setup(provider)

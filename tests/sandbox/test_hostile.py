@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from swe_gym.errors import SandboxError
-from tests.conftest import make_sandbox
+from swe_gym.errors import SandboxDiedError, SandboxError
+from swe_gym.sandbox import SandboxStatus
+from tests.conftest import RUNNER_IS_PID1, leftover_sandboxes, make_sandbox
 
 
 @pytest.fixture
@@ -19,11 +20,21 @@ def canary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_kill_all_processes_leaves_the_runner(isolated_provider: str) -> None:
-    with make_sandbox(isolated_provider) as box:
-        result = box.exec("kill -9 -1; echo after-kill", timeout=10)
-        assert not result.timed_out
-        assert box.exec("echo still-here").output == "still-here\n"
+def test_kill_all_processes(isolated_provider: str) -> None:
+    """Where the runner is PID 1 it survives; elsewhere the sandbox is reported dead, never hangs, leaves nothing."""
+    box = make_sandbox(isolated_provider)
+    sandbox_id = box.aio.backend.id
+    with box:
+        if isolated_provider in RUNNER_IS_PID1:
+            result = box.exec("kill -9 -1; echo after-kill", timeout=10)
+            assert not result.timed_out
+            assert box.exec("echo still-here").output == "still-here\n"
+        else:  # apptainer's PID 1 is its init shim; OpenSandbox's execd is an ordinary process
+            with pytest.raises(SandboxDiedError):
+                box.exec("kill -9 -1; sleep 5; echo after-kill", timeout=10)
+                box.exec("echo still-here", timeout=10)
+            assert box.status() is SandboxStatus.DEAD
+    assert sandbox_id not in leftover_sandboxes()[box.aio.backend.provider_name]
 
 
 def test_fork_bomb_is_contained_by_the_pids_limit(isolated_provider: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from swe_gym.errors import SandboxError
 from swe_gym.sandbox import Sandbox, SandboxStatus
-from tests.conftest import make_sandbox
+from tests.conftest import ISOLATED, PROVIDERS, leftover_sandboxes, make_sandbox
 
 
 def test_output_merges_stdout_and_stderr_in_order(sandbox: Sandbox) -> None:
@@ -105,8 +105,11 @@ def test_status_and_close(provider_name: str) -> None:
         box.exec("true")
 
 
-def test_network_is_off_by_default(isolated_provider: str) -> None:
-    with make_sandbox(isolated_provider) as box:
+# Not opensandbox: there the deny-all egress policy is enforced by the server's egress sidecar,
+# an image CI cannot obtain (see tests/sandbox/test_opensandbox_provider.py for what we ask for).
+@pytest.mark.parametrize("provider", [name for name in ISOLATED if name != "opensandbox"])
+def test_network_is_off_by_default(provider: str) -> None:
+    with make_sandbox(provider) as box:
         interfaces = box.exec("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '").output.split()
         assert interfaces == ["lo"]
 
@@ -116,31 +119,21 @@ def test_program_exit_without_close_removes_the_sandbox(provider_name: str) -> N
     import json
     import subprocess
     import sys
-    import time
-
-    from tests.conftest import PROVIDERS
 
     config, image = PROVIDERS[provider_name]
     script = (
         "import json, sys; from swe_gym.sandbox import Sandbox, SandboxSpec;"
         f"box = Sandbox.create(SandboxSpec(image={image!r}), json.loads(sys.argv[1]));"
-        "b = box.aio.backend; print(getattr(b, 'container_id', None) or b.home)"
+        "print(box.aio.backend.id)"
     )
     created = subprocess.run(
         [sys.executable, "-c", script, json.dumps(config)], capture_output=True, text=True, check=True
     ).stdout.strip()
-    if provider_name == "docker":
-        import docker
-
-        client = docker.from_env()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and any(c.id == created for c in client.containers.list(all=True)):
-            time.sleep(0.2)
-        assert all(c.id != created for c in client.containers.list(all=True))
-    else:
-        from pathlib import Path
-
-        assert not Path(created).exists()
+    kind = config["type"]
+    deadline = time.monotonic() + 30  # docker's auto-removal is asynchronous
+    while time.monotonic() < deadline and created in leftover_sandboxes()[kind]:
+        time.sleep(0.2)
+    assert created and created not in leftover_sandboxes()[kind]
 
 
 def test_cancelling_a_create_at_any_moment_leaves_nothing(provider_name: str) -> None:
@@ -149,7 +142,6 @@ def test_cancelling_a_create_at_any_moment_leaves_nothing(provider_name: str) ->
 
     from swe_gym.sandbox import AsyncSandbox, SandboxSpec
     from swe_gym.sandbox.loop import run_sync
-    from tests.conftest import PROVIDERS, leftover_sandboxes
 
     config, image = PROVIDERS[provider_name]
 

@@ -1,0 +1,134 @@
+"""`apptainer`: sandboxes as Apptainer (or SingularityCE) containers, for clusters without a Docker daemon.
+
+Images become SIF files built once per image and cached (see `sif.py`). A
+sandbox is one long-lived ``apptainer exec`` whose process is our runner, talking
+over its stdin/stdout: the equivalent of an instance, with state kept between
+steps, but one that cannot outlive us. The container dies with the runner, and
+the runner exits when our end of its pipe closes (even if this process is
+killed) or at its TTL. Each sandbox gets ``--containall --cleanenv`` (own PID,
+IPC and mount namespaces; no host home, no host environment), ``--net --network
+none`` unless the spec asks for network, and a writable overlay directory of its
+own on disk (the ``--writable-tmpfs`` default of 64 MiB is too small for real
+repositories). Limits go through a cgroup of ours that holds the whole process
+tree, so they work without systemd. ``spython`` builds the images and reports the
+version; the long-lived process is spawned directly, since spython has no exec
+with an open stdin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from swe_gym.errors import ImageNotFoundError, SandboxError
+from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
+from swe_gym.sandbox.images import ImageRewriter
+from swe_gym.sandbox.providers.cgroups import Cgroup
+from swe_gym.sandbox.providers.process import ProcessSandbox, cleanup_homes, new_home
+from swe_gym.sandbox.providers.sif import SifCache, apptainer_binary, needs_no_privs
+from swe_gym.sandbox.spec import SandboxSpec
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ROOT = Path(os.environ.get("SWE_GYM_APPTAINER_ROOT", Path(tempfile.gettempdir()) / "swe_gym-apptainer"))
+GROUP_PREFIX = "apt-"
+#: Apptainer passes host variables with this prefix into a ``--cleanenv`` container.
+ENV_PASS = "APPTAINERENV_"
+
+
+class ApptainerProviderConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["apptainer"] = "apptainer"
+    binary: str | None = Field(default=None, description="apptainer or singularity on PATH (default: found)")
+    cache_dir: Path | None = Field(default=None, description="built SIFs (default: $SWE_GYM_SIF_CACHE or ~/.cache)")
+    sif_dir: Path | None = Field(
+        default_factory=lambda: Path(os.environ["SWE_GYM_SIF_DIR"]) if os.environ.get("SWE_GYM_SIF_DIR") else None,
+        description="pre-built SIFs, looked up by image name before anything is built",
+    )
+    root: Path = Field(default=DEFAULT_ROOT, description="per-sandbox state and overlay directories")
+    writable: Literal["overlay", "tmpfs"] = Field(
+        default="overlay", description="a per-sandbox overlay directory on disk, or --writable-tmpfs (RAM, capped)"
+    )
+    no_privs: bool | None = Field(default=None, description="--no-privs (default: when root lacks CAP_SYS_RESOURCE)")
+    python: str = "python3"
+    build_options: list[str] = Field(default_factory=list, description="extra `apptainer build` options")
+    options: list[str] = Field(default_factory=list, description="extra `apptainer exec` options (--nv, --bind ...)")
+    image_rewrite: str = ""
+    max_concurrent_creates: int = Field(default=8, ge=1)
+
+
+class ApptainerSandbox(ProcessSandbox):
+    provider_name = "apptainer"
+
+
+class ApptainerProvider:
+    """Apptainer containers on this host; see the module docstring."""
+
+    name = "apptainer"
+
+    def __init__(self, **options: object) -> None:
+        self.config = ApptainerProviderConfig(**options)
+        rules = ImageRewriter.parse(self.config.image_rewrite).rules + ImageRewriter.from_env().rules
+        self.rewriter = ImageRewriter(rules=rules)
+        self.max_concurrent_creates = self.config.max_concurrent_creates
+        self._sifs: SifCache | None = None
+
+    @property
+    def binary(self) -> str:
+        return apptainer_binary(self.config.binary)
+
+    @property
+    def sifs(self) -> SifCache:
+        if self._sifs is None:
+            self._sifs = SifCache(self.binary, self.config.cache_dir, self.config.sif_dir, self.config.build_options)
+        return self._sifs
+
+    def _exec_argv(self, spec: SandboxSpec, sif: Path, overlay: Path) -> list[str]:
+        no_privs = self.config.no_privs if self.config.no_privs is not None else needs_no_privs()
+        argv = [self.binary, "exec", "--containall", "--cleanenv", "--pwd", "/"]
+        argv += ["--no-privs"] if no_privs else []
+        argv += [] if spec.network else ["--net", "--network", "none"]
+        argv += ["--overlay", str(overlay)] if self.config.writable == "overlay" else ["--writable-tmpfs"]
+        argv += self.config.options
+        return [*argv, str(sif), self.config.python, "-c", RUNNER_BOOTSTRAP, "--ttl", str(spec.ttl_s)]
+
+    async def create(self, spec: SandboxSpec) -> ApptainerSandbox:
+        if not spec.image:
+            raise ImageNotFoundError(
+                "the apptainer provider needs an image (a .sif path, a docker:// reference or a local Docker image)"
+            )
+        image = self.rewriter.rewrite(spec.image)
+        sif = await self.sifs.get(image)
+        spec = spec.model_copy(update={"image": image})
+        sandbox_id, home = new_home(self.config.root, spec, image=image, sif=str(sif))
+        overlay = home / "overlay"
+        overlay.mkdir()
+        cgroup = Cgroup.create(f"{GROUP_PREFIX}{sandbox_id}", spec.resources)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PASS)}
+        env.update({ENV_PASS + k: v for k, v in spec.command_env().items()})
+        env[ENV_PASS + RUNNER_ENV] = runner_source()
+        sandbox = ApptainerSandbox(sandbox_id, spec, spec.workdir, home, cgroup)
+        await sandbox._boot(self._start(sandbox, self._exec_argv(spec, sif, overlay), env))
+        return sandbox
+
+    async def _start(self, sandbox: ApptainerSandbox, argv: list[str], env: dict[str, str]) -> None:
+        await sandbox._start(argv, env, sandbox.home)
+        made = await sandbox.exec(f"mkdir -p {shlex.quote(sandbox.workdir)}", cwd="/", timeout=60)
+        if not made.ok:
+            raise SandboxError(f"apptainer sandbox {sandbox.id}: cannot create {sandbox.workdir}: {made.output}")
+
+    async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
+        return await asyncio.to_thread(
+            cleanup_homes, self.config.root, GROUP_PREFIX, run_id=run_id, older_than_s=older_than_s
+        )
+
+
+__all__ = ["ApptainerProvider", "ApptainerProviderConfig", "ApptainerSandbox"]

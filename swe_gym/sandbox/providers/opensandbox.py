@@ -1,0 +1,307 @@
+"""`opensandbox`: remote sandboxes on an OpenSandbox server (Docker or Kubernetes runtime), through its SDK.
+
+The server's execd runs one command per HTTP call and has no stdin, so the
+runner cannot stay attached as it does on the other providers. Instead its
+source rides in the sandbox's environment and each call runs it once
+(`OneShotChannel`): the request goes in the command line (or an uploaded file
+when large), and the runner gives the same exec semantics as everywhere else
+(merged output in order, stdin at EOF, process-group kill on timeout, output
+cap, exit code 124 on timeout). Files are uploaded through the SDK's file API.
+
+Every sandbox carries our labels as metadata and the spec's TTL as its server
+timeout, so the server removes it even if this process dies; ``swe-gym cleanup``
+lists by metadata. A command is never re-sent: only creation is retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import shlex
+import time
+from datetime import timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from swe_gym.errors import ConfigError, ImageNotFoundError, ProviderUnavailableError, SandboxDiedError, SandboxError
+from swe_gym.sandbox import labels as lbl
+from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
+from swe_gym.sandbox.channel import REPLY_GRACE_S, OneShotChannel
+from swe_gym.sandbox.images import ImageRewriter
+from swe_gym.sandbox.loop import guarded
+from swe_gym.sandbox.spec import SandboxSpec
+
+try:
+    from opensandbox import Sandbox as SDKSandbox
+    from opensandbox import SandboxManager
+    from opensandbox.config import ConnectionConfig
+    from opensandbox.exceptions import (
+        InvalidArgumentException,
+        SandboxApiException,
+        SandboxException,
+    )
+    from opensandbox.models.execd import RunCommandOpts
+    from opensandbox.models.sandboxes import NetworkPolicy, SandboxFilter
+    from opensandbox.transport import RetryPolicy
+except ImportError as exc:
+    raise ProviderUnavailableError(
+        f"the opensandbox provider needs the OpenSandbox SDK ({exc}): pip install 'swe_gym[opensandbox]'"
+    ) from exc
+
+log = logging.getLogger(__name__)
+
+ENV_PREFIX = "SWE_GYM_OPENSANDBOX_"
+#: The server refuses shorter sandbox timeouts.
+MIN_TIMEOUT_S = 60
+REQUEST_DIR = "/tmp/.swe_gym-requests"
+_LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(ENV_PREFIX + name) or default
+
+
+class OpenSandboxProviderConfig(BaseModel):
+    """Connection and sandbox settings; each falls back to a ``SWE_GYM_OPENSANDBOX_<NAME>`` variable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["opensandbox"] = "opensandbox"
+    domain: str | None = Field(default_factory=lambda: _env("DOMAIN"), description="server host:port")
+    api_key: str | None = Field(default_factory=lambda: _env("API_KEY"), repr=False)
+    protocol: Literal["http", "https"] = Field(default_factory=lambda: _env("PROTOCOL", "http"))
+    use_server_proxy: bool = Field(
+        default_factory=lambda: _env("USE_SERVER_PROXY", "false") == "true",
+        description="reach execd through the server (when sandboxes are not directly reachable)",
+    )
+    request_timeout_s: float = Field(default=60.0, gt=0)
+    ready_timeout_s: float = Field(default=60.0, gt=0)
+    python: str = "python3"
+    entrypoint: list[str] | None = Field(default=None, description="the sandbox's main process (server default)")
+    network_policy: Literal["deny", "server-default"] = Field(
+        default_factory=lambda: _env("NETWORK_POLICY", "deny"),
+        description="'deny': a spec without network gets a deny-all egress policy (needs the server's egress "
+        "sidecar); 'server-default': leave networking to the server",
+    )
+    image_rewrite: str = ""
+    max_concurrent_creates: int = Field(default=8, ge=1)
+
+
+def _label_safe(labels: dict[str, str]) -> dict[str, str]:
+    """Metadata becomes Kubernetes/Docker labels: values limited to 63 label-safe characters."""
+    safe = {}
+    for key, value in labels.items():
+        cleaned = _LABEL_VALUE.sub("-", str(value))[:63].strip("-_.")
+        safe[key] = cleaned or "none"
+    return safe
+
+
+def _died(sandbox_id: str, exc: BaseException) -> SandboxDiedError:
+    return SandboxDiedError(f"opensandbox sandbox {sandbox_id} stopped answering ({type(exc).__name__}: {exc})")
+
+
+class _SDKTransport:
+    """`CommandTransport` over the SDK: uploads and commands of one remote sandbox."""
+
+    def __init__(self, sandbox_id: str, remote: Any) -> None:
+        self.sandbox_id = sandbox_id
+        self.remote = remote
+
+    async def put(self, path: str, data: bytes) -> None:
+        try:
+            await self.remote.files.write_file(path, data, mode=600)
+        except SandboxException as exc:
+            raise _died(self.sandbox_id, exc) from exc
+
+    async def run(self, command: str, timeout: float) -> str:
+        # The runner enforces the command's own timeout; the SDK's only guards a lost sandbox.
+        opts = RunCommandOpts(timeout=timedelta(seconds=timeout + REPLY_GRACE_S))
+        try:
+            execution = await asyncio.wait_for(
+                self.remote.commands.run(command, opts=opts), timeout + 2 * REPLY_GRACE_S
+            )
+        except (SandboxException, TimeoutError) as exc:
+            raise _died(self.sandbox_id, exc) from exc
+        return "".join(message.text for message in execution.logs.stdout)
+
+
+class OpenSandboxSandbox(RunnerSandbox):
+    provider_name = "opensandbox"
+
+    def __init__(self, remote: Any, spec: SandboxSpec, python: str) -> None:
+        super().__init__(remote.id, spec, spec.workdir)
+        self.remote = remote
+        runner = f"{python} -c {shlex.quote(RUNNER_BOOTSTRAP)}"
+        self._attach(OneShotChannel(_SDKTransport(remote.id, remote), runner, REQUEST_DIR))
+
+    async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
+        if self._closed:
+            raise SandboxError(f"sandbox {self.id} is closed")
+        data = content.encode() if isinstance(content, str) else content
+        try:  # the SDK takes the mode as octal digits (0o644 -> 644)
+            await self.remote.files.write_file(self._abs(path), data, mode=int(f"{mode:o}"))
+        except SandboxApiException as exc:
+            raise SandboxError(f"cannot write {path} in sandbox {self.id}: {exc}") from exc
+        except SandboxException as exc:
+            raise _died(self.id, exc) from exc
+
+    async def _terminate(self) -> None:
+        try:
+            await self.remote.kill()
+        except SandboxApiException as exc:
+            if exc.status_code != 404:  # 404: already gone (expired, killed from outside)
+                log.warning("opensandbox sandbox %s: kill failed: %s", self.id, exc)
+        except SandboxException as exc:
+            log.warning("opensandbox sandbox %s: kill failed: %s", self.id, exc)
+        finally:
+            with contextlib.suppress(Exception):
+                await self.remote.close()
+
+
+class OpenSandboxProvider:
+    """Sandboxes on an OpenSandbox server; see the module docstring."""
+
+    name = "opensandbox"
+
+    def __init__(self, **options: Any) -> None:
+        self.config = OpenSandboxProviderConfig(**options)
+        rules = ImageRewriter.parse(self.config.image_rewrite).rules + ImageRewriter.from_env().rules
+        self.rewriter = ImageRewriter(rules=rules)
+        self.max_concurrent_creates = self.config.max_concurrent_creates
+
+    def connection(self) -> ConnectionConfig:
+        if not self.config.domain:
+            raise ProviderUnavailableError(
+                "the opensandbox provider needs a server: pass domain=HOST:PORT (and api_key=...) "
+                f"or set {ENV_PREFIX}DOMAIN and {ENV_PREFIX}API_KEY"
+            )
+        # No transport retries: a command must never run twice; creation is retried as a whole.
+        return ConnectionConfig(
+            domain=self.config.domain,
+            api_key=self.config.api_key,
+            protocol=self.config.protocol,
+            use_server_proxy=self.config.use_server_proxy,
+            request_timeout=timedelta(seconds=self.config.request_timeout_s),
+            retry_policy=RetryPolicy.disabled(),
+            disable_metrics=True,
+        )
+
+    def _create_error(self, image: str, exc: SandboxException) -> SandboxError:
+        status = getattr(exc, "status_code", None)
+        text = f"{type(exc).__name__}: {exc}"
+        if "IMAGE_PULL" in text or "ImageNotFound" in text or "No such image" in text:
+            return ImageNotFoundError(f"the OpenSandbox server has no image {image!r} and could not pull it ({text})")
+        if status in (401, 403):
+            return ProviderUnavailableError(f"the OpenSandbox server refused our API key ({text}); check api_key")
+        if status in (400, 422) or isinstance(exc, InvalidArgumentException):
+            return ConfigError(f"the OpenSandbox server rejected the sandbox request ({text})")
+        if status is None and "onnect" in type(exc).__name__:
+            return ProviderUnavailableError(
+                f"cannot reach the OpenSandbox server at {self.config.domain} ({text}); is it running?"
+            )
+        return SandboxError(f"OpenSandbox could not create a sandbox from {image!r} ({text})")
+
+    def _create_kwargs(self, spec: SandboxSpec) -> dict[str, Any]:
+        res = spec.resources
+        resource = {"cpu": str(res.cpus or 1), "memory": f"{res.memory_mb}Mi" if res.memory_mb else "2Gi"}
+        kwargs: dict[str, Any] = {
+            "env": {**spec.command_env(), RUNNER_ENV: runner_source()},
+            "metadata": _label_safe(lbl.sandbox_labels(spec.labels, spec.ttl_s)),
+            "timeout": timedelta(seconds=max(MIN_TIMEOUT_S, int(spec.ttl_s))),
+            "resource": resource,
+            "skip_health_check": True,  # our own, faster probe below
+        }
+        if self.config.entrypoint:
+            kwargs["entrypoint"] = self.config.entrypoint
+        if not spec.network and self.config.network_policy == "deny":
+            kwargs["network_policy"] = NetworkPolicy(default_action="deny", egress=[])
+        return kwargs
+
+    async def _wait_ready(self, remote: Any) -> None:
+        deadline = time.monotonic() + self.config.ready_timeout_s
+        while not await remote.is_healthy():
+            if time.monotonic() > deadline:
+                raise SandboxError(
+                    f"opensandbox sandbox {remote.id} was not ready within {self.config.ready_timeout_s}s"
+                )
+            await asyncio.sleep(0.05)
+
+    async def create(self, spec: SandboxSpec) -> OpenSandboxSandbox:
+        if not spec.image:
+            raise ImageNotFoundError("the opensandbox provider needs an image: set SandboxSpec.image or the task's")
+        image = self.rewriter.rewrite(spec.image)
+        spec = spec.model_copy(update={"image": image})
+        connection = self.connection()
+
+        async def kill_quietly(remote: Any) -> None:
+            with contextlib.suppress(Exception):
+                await remote.kill()
+            with contextlib.suppress(Exception):
+                await remote.close()
+
+        try:
+            remote = await guarded(
+                SDKSandbox.create(image, connection_config=connection, **self._create_kwargs(spec)), kill_quietly
+            )
+        except SandboxException as exc:
+            raise self._create_error(image, exc) from exc
+        sandbox = OpenSandboxSandbox(remote, spec, self.config.python)
+        await sandbox._boot(self._ready(sandbox))
+        return sandbox
+
+    async def _ready(self, sandbox: OpenSandboxSandbox) -> None:
+        try:
+            await self._wait_ready(sandbox.remote)
+        except SandboxException as exc:
+            raise SandboxError(f"opensandbox sandbox {sandbox.id} never became ready: {exc}") from exc
+        # `_boot` pings the runner next (which proves python3 works), then writes the spec's files.
+        workdir = await sandbox.exec(f"mkdir -p {shlex.quote(sandbox.spec.workdir)}", cwd="/", timeout=30)
+        if not workdir.ok:
+            raise SandboxError(f"cannot create the workdir in opensandbox sandbox {sandbox.id}: {workdir.output}")
+
+    async def connect(self, sandbox_id: str, spec: SandboxSpec | None = None) -> OpenSandboxSandbox:
+        """Attach to a sandbox that already runs on the server (made by us or another process)."""
+        try:
+            remote = await SDKSandbox.connect(sandbox_id, connection_config=self.connection(), skip_health_check=True)
+            await self._wait_ready(remote)
+        except SandboxException as exc:
+            raise SandboxError(f"cannot connect to opensandbox sandbox {sandbox_id}: {exc}") from exc
+        sandbox = OpenSandboxSandbox(remote, spec or SandboxSpec(image="unknown"), self.config.python)
+        await sandbox._boot(asyncio.sleep(0))
+        return sandbox
+
+    async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
+        wanted = {lbl.MANAGED: "true", **({lbl.RUN_ID: _label_safe({"r": run_id})["r"]} if run_id else {})}
+        try:
+            manager = await SandboxManager.create(self.connection())
+        except SandboxException as exc:
+            raise ProviderUnavailableError(f"cannot reach the OpenSandbox server: {exc}") from exc
+        removed: list[str] = []
+        try:
+            doomed = []
+            page = 1
+            while True:
+                found = await manager.list_sandbox_infos(SandboxFilter(metadata=wanted, page_size=100, page=page))
+                for info in found.sandbox_infos:
+                    if lbl.matches(dict(info.metadata or {}), run_id=None, older_than_s=older_than_s):
+                        doomed.append(info.id)
+                if not found.sandbox_infos or not found.pagination.has_next_page:
+                    break
+                page += 1
+            for sandbox_id in doomed:
+                try:
+                    await manager.kill_sandbox(sandbox_id)
+                except SandboxApiException as exc:
+                    if exc.status_code != 404:
+                        raise
+                removed.append(sandbox_id)
+        finally:
+            await manager.close()
+        return removed
+
+
+__all__ = ["OpenSandboxProvider", "OpenSandboxProviderConfig", "OpenSandboxSandbox"]

@@ -1,0 +1,161 @@
+"""Sandboxes that are one local process tree: the runner (bare, under bubblewrap, or in Apptainer).
+
+Shared by `local` and `apptainer`: each sandbox has a home directory on the host
+(``meta.json`` with its labels and runner pid, plus whatever the provider keeps
+there) and optionally a cgroup that holds every process it starts, so limits
+apply and close can kill the whole tree. ``cleanup_homes`` finds leftovers of
+crashed owners by those files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import sys
+import uuid
+from pathlib import Path
+
+from swe_gym.sandbox import labels as lbl
+from swe_gym.sandbox.backend import RunnerSandbox
+from swe_gym.sandbox.channel import RunnerChannel
+from swe_gym.sandbox.loop import guarded, offload
+from swe_gym.sandbox.providers.cgroups import Cgroup, cgroup_dirs_for, join_command, sandbox_group_names
+from swe_gym.sandbox.spec import SandboxSpec
+
+log = logging.getLogger(__name__)
+
+#: How long close waits for a runner that got EOF to finish on its own, then how long after SIGKILL.
+GRACEFUL_EXIT_S = 2.0
+EXIT_WAIT_S = 10.0
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (tells a live runner from a recycled pid)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def new_home(root: Path, spec: SandboxSpec, **meta: object) -> tuple[str, Path]:
+    """A fresh sandbox id and home directory holding ``meta.json`` (labels, owner, extra ``meta``)."""
+    sandbox_id = uuid.uuid4().hex[:16]
+    home = root / sandbox_id
+    home.mkdir(parents=True)
+    labels = lbl.sandbox_labels(spec.labels, spec.ttl_s)
+    (home / "meta.json").write_text(json.dumps({"id": sandbox_id, "labels": labels, "owner_pid": os.getpid(), **meta}))
+    return sandbox_id, home
+
+
+class ProcessSandbox(RunnerSandbox):
+    """The runner as a child process talking over its stdin/stdout pipes."""
+
+    def __init__(self, sandbox_id: str, spec: SandboxSpec, workdir: str, home: Path, cgroup: Cgroup | None):
+        super().__init__(sandbox_id, spec, workdir)
+        self.home = home
+        self._cgroup = cgroup
+        self._proc: asyncio.subprocess.Process | None = None
+
+    def _describe(self) -> str:
+        log_path = self.home / "runner.log"
+        tail = log_path.read_text(errors="replace")[-400:] if log_path.exists() else ""
+        code = self._proc.returncode if self._proc else None
+        return (
+            f"{self.provider_name} sandbox {self.id} runner exit code {code}; runner log: {tail.strip() or '(empty)'}"
+        )
+
+    async def _start(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        async def adopt(proc: asyncio.subprocess.Process) -> None:
+            self._proc = proc  # cancelled halfway: `_terminate` (via `_boot`) still finds it
+
+        with open(self.home / "runner.log", "wb") as errlog:
+            spawn = asyncio.create_subprocess_exec(
+                *join_command(self._cgroup, argv),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=errlog,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
+            self._proc = await guarded(spawn, adopt)
+        meta = json.loads((self.home / "meta.json").read_text())
+        meta.update(runner_pid=self._proc.pid, runner_start=_start_time(self._proc.pid))
+        (self.home / "meta.json").write_text(json.dumps(meta))
+        assert self._proc.stdout is not None and self._proc.stdin is not None
+        self._attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe))
+
+    async def _terminate(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.returncode is None and proc.stdin is not None:
+            # EOF first: the runner exits and the container runtime tears down cleanly.
+            proc.stdin.close()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), GRACEFUL_EXIT_S)
+        # Then everything in the sandbox's cgroup: a child orphaned while starting up would
+        # otherwise keep our pipes open, and asyncio's wait() only returns once they are closed.
+        if self._cgroup is not None:
+            await offload(self._cgroup.kill_all)
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            try:
+                await asyncio.wait_for(proc.wait(), EXIT_WAIT_S)
+            except TimeoutError:
+                log.warning(
+                    "%s sandbox %s: runner did not go away within %ss", self.provider_name, self.id, EXIT_WAIT_S
+                )
+        await offload(remove_home, self.home, self._cgroup)
+
+
+def remove_home(home: Path, cgroup: Cgroup | None) -> None:
+    if cgroup is not None:
+        cgroup.remove()
+
+    def unlock_and_retry(func, path, _exc):
+        for target in (os.path.dirname(path), path):
+            try:
+                os.chmod(target, 0o700)
+            except OSError:
+                pass
+        func(path)
+
+    callback = {"onexc": unlock_and_retry} if sys.version_info >= (3, 12) else {"onerror": unlock_and_retry}
+    if home.exists():
+        shutil.rmtree(home, **callback)
+
+
+def _kill_runner(pid: int, start_time: str | None) -> None:
+    """Kill a leftover runner, making sure the pid was not reused by someone else."""
+    if start_time is not None and _start_time(pid) == start_time:
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
+
+
+def cleanup_homes(root: Path, group_prefix: str, *, run_id: str | None, older_than_s: float | None) -> list[str]:
+    """Remove the sandboxes under ``root`` selected by the filter: runner, cgroup, home. Blocking.
+
+    A provider names its sandboxes' cgroups ``group_prefix + id``; empty ones whose home is gone go too.
+    """
+    removed = []
+    for home in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            meta = json.loads((home / "meta.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if not lbl.matches(meta.get("labels", {}), run_id=run_id, older_than_s=older_than_s):
+            continue
+        if meta.get("runner_pid"):
+            _kill_runner(int(meta["runner_pid"]), meta.get("runner_start"))
+        groups = cgroup_dirs_for(f"{group_prefix}{meta.get('id')}")
+        remove_home(home, Cgroup(groups) if groups else None)
+        removed.append(str(meta.get("id")))
+    for name in sandbox_group_names():  # empty groups whose home is gone (a killed owner)
+        group = Cgroup(cgroup_dirs_for(name))
+        if name.startswith(group_prefix) and not (root / name.removeprefix(group_prefix)).exists() and not group.pids():
+            group.remove()
+    return removed
