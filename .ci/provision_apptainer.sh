@@ -15,7 +15,9 @@
 #    mount namespace per call; as an ordinary user a per-user holder process
 #    keeps one user+mount namespace alive (see the wrapper's header);
 #  * make /dev/fuse usable by ordinary users (mode 0666, Debian's udev default),
-#    which squashfuse/fuse-overlayfs need for unprivileged SIF and overlay use.
+#    which squashfuse/fuse-overlayfs need for unprivileged SIF and overlay use;
+#  * create the unprivileged account $SWE_GYM_APPTAINER_TEST_USER (default
+#    swegymtest) that the tests use to run apptainer as an ordinary user.
 # As root, this machine lacks CAP_SYS_RESOURCE: pass --no-privs to apptainer.
 # Usage: provision_apptainer.sh          (env: SWE_GYM_APPTAINER_BASE, default /opt/swe-gym-apptainer)
 set -euo pipefail
@@ -155,6 +157,13 @@ install_wrapper() {
   ln -sfn apptainer "$BINDIR/singularity"
 }
 
+# An unprivileged account for the tests that run apptainer as an ordinary user.
+TEST_USER=${SWE_GYM_APPTAINER_TEST_USER:-swegymtest}
+ensure_test_user() {
+  id "$TEST_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$TEST_USER" \
+    || log "warning: cannot create the test user $TEST_USER"
+}
+
 fix_dev_fuse() {
   if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
     log "chmod 0666 /dev/fuse (unprivileged squashfuse/fuse-overlayfs)"
@@ -166,6 +175,7 @@ fix_dev_fuse() {
 if [ -x "$ROOTFS/usr/bin/apptainer" ] && [ "$(stat -c %a "$ROOTFS")" = 755 ] && wrapper_text | cmp -s - "$BINDIR/apptainer" &&
    [ -L "$BINDIR/singularity" ] && "$BINDIR/apptainer" --version >/dev/null 2>&1; then
   fix_dev_fuse
+  ensure_test_user
   log "apptainer already provisioned ($("$BINDIR/apptainer" --version)); nothing to do"
   exit 0
 fi
@@ -209,6 +219,7 @@ fi
 cp /etc/hosts /etc/resolv.conf "$ROOTFS/etc/" 2>/dev/null || true
 chmod 755 "$BASE" "$ROOTFS"
 fix_dev_fuse
+ensure_test_user
 log "installing $BINDIR/apptainer and $BINDIR/singularity"
 install_wrapper
 "$BINDIR/apptainer" --version >>"$LOG" 2>&1 || die "the installed apptainer wrapper does not run"

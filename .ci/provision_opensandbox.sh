@@ -118,7 +118,10 @@ SWE_GYM_OPENSANDBOX_DOMAIN=127.0.0.1:$PORT
 SWE_GYM_OPENSANDBOX_API_KEY=$KEY
 SWE_GYM_OPENSANDBOX_PROTOCOL=http
 SWE_GYM_OPENSANDBOX_EXECD_IMAGE=$EXECD_IMAGE
+SWE_GYM_OPENSANDBOX_NETWORK_POLICY=server-default
 EOF
+# NETWORK_POLICY: a deny-all egress policy needs the server's egress sidecar image, which
+# cannot be obtained here; a real deployment keeps the provider's default ("deny").
 chmod 644 "$ENV_FILE"   # tests run as other users too; the key only guards 127.0.0.1
 umask 022
 

@@ -107,13 +107,14 @@ def require_docker() -> None:
 
 
 #: name -> (provider config, image). "local" is bwrap-isolated; "local-unisolated" is the fallback.
-#: OpenSandbox's deny-all egress policy needs the server's egress sidecar, an image CI cannot obtain.
+#: OpenSandbox's connection (and, in CI, network_policy=server-default: its deny-all egress policy
+#: needs the server's egress sidecar, an image CI cannot obtain) comes from SWE_GYM_OPENSANDBOX_*.
 PROVIDERS: dict[str, tuple[dict[str, Any], str | None]] = {
     "local": ({"type": "local", "isolation": "bwrap"}, None),
     "local-unisolated": ({"type": "local", "isolation": "none"}, None),
     "docker": ({"type": "docker"}, TEST_IMAGE),
     "apptainer": ({"type": "apptainer"}, TEST_IMAGE),
-    "opensandbox": ({"type": "opensandbox", "network_policy": "server-default"}, TEST_IMAGE),
+    "opensandbox": ({"type": "opensandbox"}, TEST_IMAGE),
 }
 #: Providers that isolate the sandbox from the host.
 ISOLATED = ["local", "docker", "apptainer", "opensandbox"]
@@ -157,25 +158,25 @@ def _read(path: Path) -> str:
         return ""
 
 
-def leftover_sandboxes() -> dict[str, list[str]]:
-    """Sandboxes of this test run still present, per provider (by label)."""
+def leftover_sandboxes(run_id: str = DEFAULT_RUN_ID) -> dict[str, list[str]]:
+    """Sandboxes of this test run (or ``run_id``) still present, per provider (by label)."""
     found: dict[str, list[str]] = {}
     local = get_provider("local")
     found["local"] = [
         home.name
         for home in (local.config.root.iterdir() if local.config.root.is_dir() else [])
-        if DEFAULT_RUN_ID in _read(home / "meta.json")
+        if run_id in _read(home / "meta.json")
     ]
     apptainer_root = get_provider("apptainer").config.root
     found["apptainer"] = [
         home.name
         for home in (apptainer_root.iterdir() if apptainer_root.is_dir() else [])
-        if DEFAULT_RUN_ID in _read(home / "meta.json")
+        if run_id in _read(home / "meta.json")
     ]
     if _DOCKER_PROBLEM is None:  # OpenSandbox's Docker runtime turns metadata into container labels
         import docker
 
-        containers = docker.from_env().containers.list(all=True, filters={"label": f"swe_gym.run_id={DEFAULT_RUN_ID}"})
+        containers = docker.from_env().containers.list(all=True, filters={"label": f"swe_gym.run_id={run_id}"})
         found["docker"] = [c.short_id for c in containers if "opensandbox.io/id" not in c.labels]
         found["opensandbox"] = [c.labels["opensandbox.io/id"] for c in containers if "opensandbox.io/id" in c.labels]
     return found

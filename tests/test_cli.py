@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
+
+import pytest
 
 from swe_gym.sandbox import DEFAULT_RUN_ID
 from swe_gym.tasks import load_tasks
 from swe_gym.wrappers import read_trajectories
-from tests.conftest import make_sandbox, provider_setup
+from tests.conftest import ISOLATED, leftover_sandboxes, make_sandbox, provider_setup
 
 TASK_IDS = [t.instance_id for t in load_tasks("bundled")[:2]]
 
@@ -58,3 +63,29 @@ def test_cleanup_by_run_id_removes_leftovers() -> None:
     assert result.returncode == 0, result.stderr
     assert f"docker: removed 1 ({container})" in result.stdout
     box.close()
+
+
+@pytest.mark.parametrize("provider", ISOLATED)
+def test_cleanup_removes_what_a_killed_owner_left(provider: str) -> None:
+    """An owner killed with SIGKILL runs no exit hook; `swe-gym cleanup --run-id` finds its sandbox by label."""
+    config, image = provider_setup(provider)
+    kind, run_id = config["type"], f"crash{uuid.uuid4().hex[:8]}"
+    script = (
+        "import json, os, sys; from swe_gym.sandbox import Sandbox, SandboxSpec;"
+        f"box = Sandbox.create(SandboxSpec(image={image!r}), json.loads(sys.argv[1]));"
+        "print(box.aio.backend.id, flush=True); os.kill(os.getpid(), 9)"
+    )
+    env = {**os.environ, "SWE_GYM_RUN_ID": run_id}
+    owner = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(config)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert owner.returncode == -9, owner.stderr
+    created = owner.stdout.strip()
+    if provider != "docker":  # a docker container removes itself when its owner's socket closes
+        assert created in leftover_sandboxes(run_id)[kind]
+    result = swe_gym("cleanup", "--provider", kind, "--run-id", run_id)
+    assert result.returncode == 0, result.stderr
+    deadline = time.monotonic() + 30
+    while leftover_sandboxes(run_id)[kind] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not leftover_sandboxes(run_id)[kind]

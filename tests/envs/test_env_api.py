@@ -9,7 +9,7 @@ from gymnasium.utils.env_checker import check_env
 import swe_gym
 from swe_gym import SUBMIT, SUBMIT_MARKER
 from swe_gym.errors import ConfigError, ProviderNotFoundError, TaskError
-from tests.conftest import provider_setup
+from tests.conftest import ISOLATED, provider_setup
 
 TERMINAL_KEYS = {"resolved", "patch", "report", "masked", "masked_reason", "reset_s", "grade_s"}
 STEP_KEYS = {"exit_code", "timed_out", "output_truncated", "duration_s"}
@@ -69,6 +69,22 @@ def test_gold_patch_through_steps_gives_reward_one(env: gym.Env) -> None:
     assert "RESOLVED" in obs and env.observation_space.contains(obs)
     with pytest.raises(RuntimeError, match="reset"):
         env.step("ls")
+
+
+@pytest.mark.parametrize("provider", ISOLATED)
+def test_bundled_episode_end_to_end_on_every_provider(provider: str) -> None:
+    """``gymnasium.make(..., provider=NAME)``: reset, the gold patch as actions, submit, graded 1.0."""
+    _config, image = provider_setup(provider)
+    environment = gym.make("swe_gym/SWE-v0", provider=provider, image=image, max_steps=5)
+    try:
+        _obs, info = environment.reset(seed=3)
+        assert info["provider"] == provider
+        assert environment.step(gold_action(environment.unwrapped.task))[4]["exit_code"] == 0
+        obs, reward, terminated, truncated, info = environment.step(SUBMIT)
+        assert (reward, terminated, truncated) == (1.0, True, False), obs
+        assert info["resolved"] and not info["masked"]
+    finally:
+        environment.close()
 
 
 def test_mini_swe_agent_submit_marker(env: gym.Env) -> None:
