@@ -1,4 +1,4 @@
-"""`SWEVectorEnv` and the warm pool, against the real local and docker providers."""
+"""`SWEVectorEnv` and the warm pool, against the real providers."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.sandbox.providers.local import LocalProvider
 from swe_gym.tasks import load_tasks
 from swe_gym.wrappers import SWEVectorEnv
-from tests.conftest import leftover_sandboxes, provider_setup
+from tests.conftest import ISOLATED, kill_from_outside, leftover_sandboxes, provider_setup
 
 TASKS = load_tasks("bundled")
 
@@ -157,14 +157,13 @@ def test_a_permanent_create_failure_masks_only_its_sub_env() -> None:
         env.close()
 
 
-def test_sandbox_killed_mid_episode_masks_that_sub_env_only() -> None:
-    provider_setup("docker")
-    import docker
-
-    env = make(3, provider="docker", max_steps=10)
+@pytest.mark.parametrize("provider", ISOLATED)
+def test_sandbox_killed_mid_episode_masks_that_sub_env_only(provider: str) -> None:
+    """Batched creation on each provider; then one sandbox dies and only its sub-env is masked."""
+    env = make(3, provider=provider, max_steps=10)
     try:
         env.reset(seed=0)
-        docker.from_env().containers.get(env._episodes[1].sandbox.backend.container_id).kill()
+        kill_from_outside(env._episodes[1].sandbox)
         obs, rewards, terminations, truncations, infos = env.step(["echo a", "echo b", "echo c"])
         assert truncations.tolist() == [False, True, False]
         assert infos["_masked"].tolist() == [False, True, False] and "sandbox died" in infos["masked_reason"][1]

@@ -130,7 +130,10 @@ def test_runs_as_an_ordinary_user(test_sif: Path, shared_dir: Path) -> None:
         "print(box.exec('id -u; echo kept > f; cat f; tail -n +3 /proc/net/dev | cut -d: -f1').output); box.close()"
     )
     env = {"PATH": os.environ["PATH"], "HOME": user.pw_dir, "LANG": "C.UTF-8"}
-    argv = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"]
+    # CAP_DAC_READ_SEARCH only lets the user read this checkout and its venv wherever CI put them
+    # (perhaps under a private directory); apptainer itself runs unprivileged, as uid pw_uid.
+    caps = ["--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
+    argv = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", *caps]
     result = subprocess.run(
         [*argv, sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd="/", timeout=300
     )

@@ -51,6 +51,8 @@ def test_connect_to_a_running_sandbox_by_id() -> None:
         result = run_sync(other.exec("cat note.txt"))
         assert result.output == "written by the first client"
         assert (run_sync(other.exec("sleep 30", timeout=1))).timed_out
+        run_sync(other.close())  # a connected handle owns the sandbox too: closing it kills it
+        assert box.status().value == "dead"
 
 
 def test_no_network_asks_the_server_for_a_deny_all_egress_policy() -> None:
