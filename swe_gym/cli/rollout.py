@@ -62,7 +62,9 @@ STATUS = StatusLine()
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("rollout", help="run a policy on tasks and record trajectories")
     p.add_argument("--tasks", default="bundled", help="'bundled' or a .json/.jsonl task file (default: bundled)")
-    p.add_argument("--provider", default="local", help="sandbox provider: local, docker, apptainer, opensandbox, ... (default: local)")
+    p.add_argument(
+        "--provider", default="local", help="sandbox provider: local, docker, apptainer, opensandbox (default: local)"
+    )
     p.add_argument("--image", default=None, help="image for tasks that name none (container providers)")
     p.add_argument("--policy", default="random", choices=POLICY_NAMES, help="(default: random)")
     p.add_argument("--episodes", type=int, default=None, help="episodes on random tasks (default: one per task)")
