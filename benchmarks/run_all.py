@@ -1,9 +1,10 @@
 """Run every benchmark in this folder, one after another, and fail if any of them failed.
 
 Each script runs as a subprocess of the same interpreter (``sys.executable``), in sequence so they never compete for
-the machine, with its output streamed as it comes. Scripts: step_overhead, reset_pool, throughput, grading, soak.
+the machine, with its output streamed as it comes. Scripts: step_overhead, reset_pool, throughput, grading, soak,
+providers (the last skips, with the reason, each sandbox provider this machine cannot run).
 
-Run: ``python benchmarks/run_all.py [--only NAME ...] [--json-dir DIR]`` (about 3-4 minutes on 2 cores). With
+Run: ``python benchmarks/run_all.py [--only NAME ...] [--json-dir DIR]`` (about 5 minutes on 2 cores). With
 ``--json-dir`` each script also writes its raw numbers to ``DIR/<name>.json``. Exit status: 0 if every script exited
 0, else 1 (a summary of each script's status and duration is printed last).
 """
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("step_overhead", "reset_pool", "throughput", "grading", "soak")
+SCRIPTS = ("step_overhead", "reset_pool", "throughput", "grading", "soak", "providers")
 
 
 def run_script(name: str, json_dir: Path | None) -> tuple[int, float]:

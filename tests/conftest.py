@@ -26,20 +26,10 @@ from swe_gym.sandbox.providers.local import bwrap_works
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 TEST_IMAGE = os.environ.get("SWE_GYM_TEST_IMAGE", "swe-gym-test:bookworm")
-OPENSANDBOX_ENV_FILE = Path(os.environ.get("SWE_GYM_OPENSANDBOX_ENV_FILE", "/etc/swe-gym/opensandbox.env"))
-
-
-def _load_opensandbox_settings() -> None:
-    """Connection settings from the provisioning script's file, unless the environment has them."""
-    if os.environ.get("SWE_GYM_OPENSANDBOX_DOMAIN") or not OPENSANDBOX_ENV_FILE.is_file():
-        return
-    for line in OPENSANDBOX_ENV_FILE.read_text().splitlines():
-        key, sep, value = line.strip().partition("=")
-        if sep and not key.startswith("#"):
-            os.environ.setdefault(key, value)
-
-
-_load_opensandbox_settings()
+#: Written by .ci/provision_opensandbox.sh; the provider reads it through SWE_GYM_OPENSANDBOX_ENV_FILE.
+OPENSANDBOX_ENV_FILE = Path("/etc/swe-gym/opensandbox.env")
+if OPENSANDBOX_ENV_FILE.is_file():
+    os.environ.setdefault("SWE_GYM_OPENSANDBOX_ENV_FILE", str(OPENSANDBOX_ENV_FILE))
 
 
 def _docker_problem() -> str | None:
@@ -71,7 +61,10 @@ def _apptainer_problem() -> str | None:
 
 @cache
 def _opensandbox_problem() -> str | None:
-    domain = os.environ.get("SWE_GYM_OPENSANDBOX_DOMAIN")
+    try:
+        domain = get_provider("opensandbox").config.domain
+    except ProviderUnavailableError as exc:
+        return str(exc)
     if not domain:
         return (
             f"no OpenSandbox server configured (run .ci/provision_opensandbox.sh, which writes {OPENSANDBOX_ENV_FILE})"

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from swe_gym.errors import ImageNotFoundError, ProviderUnavailableError
+from swe_gym.errors import ConfigError, ImageNotFoundError, ProviderUnavailableError
 from swe_gym.sandbox import DEFAULT_RUN_ID, Sandbox, SandboxSpec, get_provider
 from swe_gym.sandbox.loop import run_sync
 from tests.conftest import PROVIDERS, TEST_IMAGE, make_sandbox, require
@@ -78,3 +78,10 @@ def test_unconfigured_provider_says_what_to_set(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.delenv(name)
     with pytest.raises(ProviderUnavailableError, match="SWE_GYM_OPENSANDBOX_DOMAIN"):
         Sandbox.create(SandboxSpec(image=TEST_IMAGE), "opensandbox")
+
+
+def test_an_unreadable_settings_file_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SWE_GYM_OPENSANDBOX_DOMAIN", raising=False)
+    monkeypatch.setenv("SWE_GYM_OPENSANDBOX_ENV_FILE", "/nonexistent/opensandbox.env")
+    with pytest.raises(ConfigError, match="cannot read SWE_GYM_OPENSANDBOX_ENV_FILE=/nonexistent"):
+        get_provider("opensandbox")

@@ -23,6 +23,7 @@ import re
 import shlex
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,12 +62,27 @@ REQUEST_DIR = "/tmp/.swe_gym-requests"
 _LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
+def settings_file() -> dict[str, str]:
+    """``KEY=VALUE`` lines of the file named by ``SWE_GYM_OPENSANDBOX_ENV_FILE`` (e.g. a mounted secret)."""
+    path = os.environ.get(ENV_PREFIX + "ENV_FILE")
+    if not path:
+        return {}
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {ENV_PREFIX}ENV_FILE={path}: {exc}") from exc
+    pairs = (line.strip().partition("=") for line in lines)
+    return {key.strip(): value.strip() for key, sep, value in pairs if sep and not key.startswith("#")}
+
+
 def _env(name: str, default: str | None = None) -> str | None:
-    return os.environ.get(ENV_PREFIX + name) or default
+    """A setting from the environment, else from the settings file, else ``default``."""
+    return os.environ.get(ENV_PREFIX + name) or settings_file().get(ENV_PREFIX + name) or default
 
 
 class OpenSandboxProviderConfig(BaseModel):
-    """Connection and sandbox settings; each falls back to a ``SWE_GYM_OPENSANDBOX_<NAME>`` variable."""
+    """Connection and sandbox settings; each falls back to a ``SWE_GYM_OPENSANDBOX_<NAME>`` variable
+    (from the environment or the file ``SWE_GYM_OPENSANDBOX_ENV_FILE`` names)."""
 
     model_config = ConfigDict(extra="forbid")
 
