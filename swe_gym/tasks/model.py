@@ -4,25 +4,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class EvalRecipe(BaseModel):
-    """How to run a task's tests: a test command, or a whole eval script."""
+    """How to run a task's tests: a test command, or a whole eval script, and who judges the log.
+
+    ``harness="swebench"`` hands SWE-bench-format tasks to the official ``swebench``
+    code: its eval script (derived from the repo's spec when the row carries none),
+    its log parser (``log_parser`` names one, else the repo's), and its resolution rule.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
+    harness: Literal["swe_gym", "swebench"] = "swe_gym"
     test_cmd: str | None = Field(default=None, description="run in the workdir between output markers")
     eval_script: str | None = Field(default=None, description="a complete script, run instead of test_cmd")
-    log_parser: str = Field(default="pytest", description="name in swe_gym.grading.parsers")
-    timeout_s: float = Field(default=900.0, gt=0)
+    log_parser: str | None = Field(default=None, description="parser name (swe_gym default: pytest)")
+    timeout_s: float = Field(default=1800.0, gt=0)
 
     @model_validator(mode="after")
     def _needs_a_command(self) -> EvalRecipe:
-        if not (self.test_cmd or self.eval_script):
-            raise ValueError("an eval recipe needs test_cmd or eval_script")
+        if self.harness == "swe_gym" and not (self.test_cmd or self.eval_script):
+            raise ValueError("an eval recipe needs test_cmd or eval_script (or harness='swebench')")
         return self
 
 
@@ -36,12 +42,17 @@ class SWETask(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
 
     instance_id: str = Field(min_length=1)
+    family: str = Field(default="custom", description="dataset family: swebench, swe-gym, swe-smith, r2e-gym, ...")
     repo: str = Field(min_length=1)
     problem_statement: str = Field(min_length=1)
     base_commit: str | None = None
     image: str | None = Field(default=None, description="sandbox image; None = the env's default image")
     workdir: str = "/testbed"
     repo_source: Path | None = Field(default=None, description="host directory copied in at reset")
+    setup_script: str | None = Field(
+        default=None, description="bash run in the workdir after provisioning, before the agent or the grader (e.g. "
+        "checking out a task branch)"
+    )
     eval: EvalRecipe
     fail_to_pass: list[str] = Field(alias="FAIL_TO_PASS", default_factory=list)
     pass_to_pass: list[str] = Field(alias="PASS_TO_PASS", default_factory=list)
