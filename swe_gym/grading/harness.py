@@ -80,13 +80,14 @@ async def grade(
         "restored_test_files": restore,
         "eval_exit_code": result.exit_code,
         "log_tail": result.output[-_LOG_TAIL:],
+        "eval_log": result.output,
     }
     if result.timed_out:
         return _masked(task, f"eval timed out after {task.eval.timeout_s:.0f}s", started, **common)
     if TEST_PATCH_FAILED in result.output:
         return _masked(task, "the task's test patch did not apply (task defect)", started, **common)
     section = test_section(result.output)
-    status = get_parser(task.eval.log_parser)(section if section is not None else result.output)
+    status = get_parser(task.eval.log_parser or "pytest")(section if section is not None else result.output)
     f2p, p2p = classify(task.fail_to_pass, status), classify(task.pass_to_pass, status)
     return GradeReport(
         instance_id=task.instance_id,

@@ -48,6 +48,7 @@ class GradeReport(BaseModel):
     eval_exit_code: int | None = None
     duration_s: float = 0.0
     log_tail: str = ""
+    eval_log: str = Field(default="", repr=False, exclude=True, description="the whole eval output (not serialised)")
 
     def reward(self, mode: str = "binary") -> float:
         """``binary``: 1.0 if resolved. ``partial``: fraction of FAIL_TO_PASS passing,
