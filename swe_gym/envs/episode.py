@@ -38,6 +38,7 @@ class EpisodeSettings:
     reward_mode: str
     grade_on_truncation: bool
     pool: SandboxPool | None = None
+    scrub_history: bool | str = True
 
 
 class Episode:
@@ -55,7 +56,9 @@ class Episode:
 
     async def start(self) -> tuple[str, dict[str, Any]]:
         settings, started = self.settings, time.perf_counter()
-        self.sandbox = await provision(self.task, settings.provider, settings.spec, settings.pool)
+        self.sandbox = await provision(
+            self.task, settings.provider, settings.spec, settings.pool, scrub_history=settings.scrub_history
+        )
         self._base_tree = await snapshot(self.sandbox)
         self._reset_s = time.perf_counter() - started
         prompt = task_prompt(
@@ -164,6 +167,7 @@ class EnvOptions(BaseModel):
     grade_on_truncation: bool = True
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
     pool_size: int = Field(default=0, ge=0)
+    scrub_history: bool | Literal["gc"] = True
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> EnvOptions:
@@ -192,6 +196,7 @@ def make_settings(provider: ProviderLike, options: EnvOptions) -> EpisodeSetting
         reward_mode=options.reward,
         grade_on_truncation=options.grade_on_truncation,
         pool=SandboxPool(resolved, options.pool_size) if options.pool_size else None,
+        scrub_history=options.scrub_history,
     )
 
 

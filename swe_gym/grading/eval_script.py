@@ -13,8 +13,9 @@ END_TEST_OUTPUT = ">>>>> End Test Output"
 TEST_PATCH_FAILED = ">>>>> swe_gym: test patch failed to apply"
 
 
-def build_eval_script(task: SWETask, restore: list[str]) -> str:
-    """Restore ``restore`` (test files) to base, apply the hidden tests, run them between markers."""
+def build_eval_script(task: SWETask, restore: list[str], script: str | None = None) -> str:
+    """Restore ``restore`` (test files) to base, then run ``script`` (a whole eval script, e.g. the
+    official one) or the task's own: apply the hidden tests, run them between markers."""
     lines = [
         "#!/bin/bash",
         "set -uo pipefail",
@@ -27,8 +28,9 @@ def build_eval_script(task: SWETask, restore: list[str]) -> str:
             '  if git cat-file -e "HEAD:$f" 2>/dev/null; then git checkout -q HEAD -- "$f"; else rm -rf -- "$f"; fi',
             "done",
         ]
-    if task.eval.eval_script:
-        lines.append(task.eval.eval_script)
+    script = script or task.eval.eval_script
+    if script:
+        lines.append(script)
         return "\n".join(lines) + "\n"
     if task.test_patch.strip():
         lines.append(

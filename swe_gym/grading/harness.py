@@ -1,7 +1,11 @@
 """Grade a patch: fresh sandbox, agent patch, hidden tests, parsed log, verdict.
 
-Infrastructure failures (no sandbox, dead sandbox, eval timeout, a test patch
-that does not apply) come back as ``masked`` reports, never as a silent 0.
+Tasks whose recipe says ``harness="swebench"`` get the official swebench eval
+script, log parser and resolution rule (`swe_gym.grading.official`); the rest
+our own. Either way the agent's patch goes through our apply ladder and test
+files the agent touched are restored first. Infrastructure failures (no
+sandbox, dead sandbox, eval timeout, a test patch that does not apply, a task
+the official harness cannot derive) come back as ``masked`` reports, never as a silent 0.
 """
 
 from __future__ import annotations
@@ -9,11 +13,11 @@ from __future__ import annotations
 import logging
 import time
 
-from swe_gym.errors import SandboxError
+from swe_gym.errors import GradingError, SandboxError, TaskError
 from swe_gym.grading.eval_script import TEST_PATCH_FAILED, build_eval_script, test_section
-from swe_gym.grading.parsers import get_parser
+from swe_gym.grading.parsers import TestStatus, get_parser
 from swe_gym.grading.patch import SCRATCH, apply_patch, is_test_path, patch_paths
-from swe_gym.grading.report import GradeReport, classify
+from swe_gym.grading.report import GradeReport, TestGroup, classify
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.pool import SandboxPool
@@ -24,6 +28,26 @@ log = logging.getLogger(__name__)
 
 EVAL_OUTPUT_BYTES = 64 << 20
 _LOG_TAIL = 4000
+
+
+def official_eval_script(task: SWETask) -> str:
+    from swe_gym.grading import official
+
+    return official.eval_script(task)
+
+
+def judge_log(task: SWETask, log: str) -> tuple[bool, TestGroup, TestGroup, dict[str, TestStatus]]:
+    """The verdict on an eval log: the official parser and rule for swebench tasks, ours otherwise."""
+    if task.eval.harness == "swebench":
+        from swe_gym.grading import official
+
+        status = official.parse_log(task, log)
+        resolved, f2p, p2p = official.judge(task, status)
+        return resolved, f2p, p2p, status
+    section = test_section(log)
+    status = get_parser(task.eval.log_parser or "pytest")(section if section is not None else log)
+    f2p, p2p = classify(task.fail_to_pass, status), classify(task.pass_to_pass, status)
+    return not f2p.failure and not p2p.failure, f2p, p2p, status
 
 
 def _masked(task: SWETask, reason: str, started: float, **fields: object) -> GradeReport:
@@ -48,6 +72,10 @@ async def grade(
     """Grade ``patch`` (a git diff against the task's base) in a fresh sandbox (never used, if from ``pool``)."""
     started = time.perf_counter()
     try:
+        script = official_eval_script(task) if task.eval.harness == "swebench" else None
+    except (TaskError, GradingError) as exc:
+        return _masked(task, f"no eval script for this task: {exc}", started)
+    try:
         sandbox = await provision(task, provider, spec or SandboxSpec(), pool)
     except SandboxError as exc:
         return _masked(task, f"grading sandbox could not start: {exc}", started)
@@ -65,7 +93,7 @@ async def grade(
             )
         if task.test_patch.strip():
             await sandbox.write_file(f"{SCRATCH}/test.patch", task.test_patch.encode("utf-8", "surrogateescape"))
-        await sandbox.write_file(f"{SCRATCH}/eval.sh", build_eval_script(task, restore), mode=0o755)
+        await sandbox.write_file(f"{SCRATCH}/eval.sh", build_eval_script(task, restore, script), mode=0o755)
         result = await sandbox.exec(
             f"bash {SCRATCH}/eval.sh", timeout=task.eval.timeout_s, max_output_bytes=EVAL_OUTPUT_BYTES
         )
@@ -86,12 +114,13 @@ async def grade(
         return _masked(task, f"eval timed out after {task.eval.timeout_s:.0f}s", started, **common)
     if TEST_PATCH_FAILED in result.output:
         return _masked(task, "the task's test patch did not apply (task defect)", started, **common)
-    section = test_section(result.output)
-    status = get_parser(task.eval.log_parser or "pytest")(section if section is not None else result.output)
-    f2p, p2p = classify(task.fail_to_pass, status), classify(task.pass_to_pass, status)
+    try:
+        resolved, f2p, p2p, status = judge_log(task, result.output)
+    except (TaskError, GradingError) as exc:
+        return _masked(task, f"the test log could not be judged: {exc}", started, **common)
     return GradeReport(
         instance_id=task.instance_id,
-        resolved=not f2p.failure and not p2p.failure,
+        resolved=resolved,
         fail_to_pass=f2p,
         pass_to_pass=p2p,
         test_status=status,

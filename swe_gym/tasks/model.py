@@ -50,8 +50,9 @@ class SWETask(BaseModel):
     workdir: str = "/testbed"
     repo_source: Path | None = Field(default=None, description="host directory copied in at reset")
     setup_script: str | None = Field(
-        default=None, description="bash run in the workdir after provisioning, before the agent or the grader (e.g. "
-        "checking out a task branch)"
+        default=None,
+        description="bash run in the workdir after provisioning, before the agent or the grader (e.g. "
+        "checking out a task branch)",
     )
     eval: EvalRecipe
     fail_to_pass: list[str] = Field(alias="FAIL_TO_PASS", default_factory=list)

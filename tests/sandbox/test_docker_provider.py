@@ -104,3 +104,17 @@ def test_cleanup_removes_our_containers_by_run(docker_client) -> None:
     assert container_id[:12] in run_sync(provider.cleanup(run_id=DEFAULT_RUN_ID))
     assert _gone(docker_client, container_id)
     box.close()  # already gone: still fine
+
+
+def test_pulling_a_missing_image_is_explicit(caplog: pytest.LogCaptureFixture) -> None:
+    """Off by default (a clear error says how to pull); on, the engine really tries and its reason comes back."""
+    require_docker()
+    from swe_gym.sandbox import Sandbox, SandboxSpec
+
+    spec = SandboxSpec(image="swe-gym-no-such-image:0")
+    with pytest.raises(ImageNotFoundError, match="SWE_GYM_PULL=missing"):
+        Sandbox.create(spec, "docker")
+    with caplog.at_level("INFO", logger="swe_gym.sandbox.providers.docker"):
+        with pytest.raises(ImageNotFoundError, match="could not pull swe-gym-no-such-image:0"):
+            Sandbox.create(spec, {"type": "docker", "pull": "missing"})
+    assert "pulling swe-gym-no-such-image:0" in caplog.text

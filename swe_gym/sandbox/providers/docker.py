@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections import deque
 from typing import Any, Literal
 
@@ -47,6 +48,10 @@ class DockerProviderConfig(BaseModel):
     python: str = "python3"
     runtime: str | None = None
     image_rewrite: str = ""
+    pull: Literal["never", "missing"] = Field(
+        default_factory=lambda: "missing" if os.environ.get("SWE_GYM_PULL") == "missing" else "never",
+        description="pull an image the engine lacks (progress is logged), or fail with ImageNotFoundError",
+    )
     max_concurrent_creates: int = Field(default=8, ge=1, description="the daemon fails under many parallel starts")
 
 
@@ -205,10 +210,31 @@ class DockerProvider:
         try:
             created = api.create_container_from_config(config)
         except docker.errors.ImageNotFound as exc:
-            raise ImageNotFoundError(
-                f"docker image {image!r} is not on this engine; build it or `docker pull {image}`"
-            ) from exc
+            if self.config.pull != "missing":
+                raise ImageNotFoundError(
+                    f"docker image {image!r} is not on this engine; build it, `docker pull {image}`, "
+                    "or let swe_gym pull missing images (pull='missing' or SWE_GYM_PULL=missing)"
+                ) from exc
+            self._pull(image)
+            created = api.create_container_from_config(config)
         return created["Id"]
+
+    def _pull(self, image: str) -> None:
+        """Pull ``image``, logging each layer's progress; a failed pull is `ImageNotFoundError`."""
+        repository, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "latest")
+        log.info("pulling %s (not on this engine)", image)
+        last: dict[str, str] = {}
+        try:
+            for event in self.api.pull(repository, tag=tag, stream=True, decode=True):
+                if "error" in event:
+                    raise ImageNotFoundError(f"could not pull {image}: {event['error']}")
+                layer, status = event.get("id", ""), event.get("status", "")
+                if last.get(layer) != status:  # one line per layer per phase, not per progress tick
+                    last[layer] = status
+                    log.info("pull %s: %s %s %s", image, layer, status, event.get("progress", ""))
+        except docker.errors.APIError as exc:
+            raise ImageNotFoundError(f"could not pull {image}: {exc.explanation or exc}") from exc
+        log.info("pulled %s", image)
 
     async def create(self, spec: SandboxSpec) -> DockerSandbox:
         if not spec.image:
