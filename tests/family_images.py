@@ -28,6 +28,8 @@ TESTS_WITH_ADD = TESTS + "\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 BREAKS_SUB = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n"
 
 CONDA_SHIM = "#!/bin/sh\n# swe_gym TEST SHIM standing in for conda: activation is a no-op here.\nexit 0\n"
+#: Sourced by the eval script, so no `exit`.
+ACTIVATE_SHIM = "# swe_gym TEST SHIM standing in for conda's activate: a no-op here.\n:\n"
 
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "swe_gym tests",
@@ -118,9 +120,10 @@ def swebench_image(tag: str, repo: CalcRepo, context: Path) -> str:
     context.mkdir(parents=True, exist_ok=True)
     subprocess.run(["cp", "-a", str(repo.path), str(context / "testbed")], check=True)
     (context / "conda").write_text(CONDA_SHIM)
+    (context / "activate").write_text(ACTIVATE_SHIM)
     lines = [
         "COPY testbed /testbed",
-        "COPY conda /opt/miniconda3/bin/activate",
+        "COPY activate /opt/miniconda3/bin/activate",
         "COPY conda /usr/local/bin/conda",
         "RUN chmod 755 /opt/miniconda3/bin/activate /usr/local/bin/conda",
     ]

@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from swe_gym.cli import cleanup, rollout
+from swe_gym.cli import cleanup, evaluate, rollout
 from swe_gym.errors import SWEGymError
 
 
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     rollout.add_parser(commands)
+    evaluate.add_parser(commands)
     cleanup.add_parser(commands)
     return parser
 

@@ -41,6 +41,8 @@ def judge_log(task: SWETask, log: str) -> tuple[bool, TestGroup, TestGroup, dict
     if task.eval.harness == "swebench":
         from swe_gym.grading import official
 
+        if test_section(log) is None:  # the tests never ran: unresolved, as the official harness says
+            return False, classify(task.fail_to_pass, {}), classify(task.pass_to_pass, {}), {}
         status = official.parse_log(task, log)
         resolved, f2p, p2p = official.judge(task, status)
         return resolved, f2p, p2p, status

@@ -1,0 +1,184 @@
+"""``swe-gym evaluate``: grade a predictions file (or the gold patches) against a dataset."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import sys
+import time
+from typing import Any
+
+from swe_gym.cli.rollout import STATUS
+from swe_gym.errors import ConfigError
+from swe_gym.grading.evaluation import (
+    EvaluationReport,
+    InstanceResult,
+    evaluate,
+    gold_predictions,
+    read_predictions,
+)
+from swe_gym.sandbox import SandboxSpec
+from swe_gym.sandbox.loop import run_sync
+from swe_gym.sandbox.registry import get_provider
+from swe_gym.tasks import load_tasks
+
+DESCRIPTION = """\
+Grade predictions against a dataset, as swebench's run_evaluation does. A prediction is a row
+{"instance_id", "model_name_or_path", "model_patch"} in a .jsonl file or a .json file (a list,
+or an object keyed by instance id). --gold grades the dataset's own gold patches: every instance
+should resolve, which checks the images and the tasks.
+
+Bad rows, unknown instance ids, empty, huge, binary or non-diff patches and failing gradings are
+reported per instance; the run goes on. Outputs, under RUN_DIR/RUN_ID/:
+  MODEL/INSTANCE_ID/{patch.diff, report.json, eval.log}   per instance
+  MODEL.RUN_ID.json   the summary: swebench's run-report keys plus a "swe_gym" section
+(swebench writes its summary to the current directory; here it stays with the run's logs).
+Exit status 0 when the evaluation ran, whatever it resolved; 2 for a usage error."""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "evaluate",
+        help="grade a predictions file (or --gold) against a dataset",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--dataset", required=True, help="'bundled', a .json/.jsonl task file, or another task source")
+    p.add_argument("--split", default=None, help="dataset split, for sources that have splits (their default: test)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--predictions", metavar="FILE", help="predictions (.jsonl or .json)")
+    which.add_argument("--gold", action="store_true", help="grade the dataset's gold patches")
+    p.add_argument(
+        "--instance-id",
+        dest="instance_ids",
+        nargs="+",
+        action="extend",
+        metavar="ID",
+        help="only these instances (repeatable)",
+    )
+    p.add_argument(
+        "--provider", default="local", help="sandbox provider: local, docker, apptainer, opensandbox (default: local)"
+    )
+    p.add_argument("--image", default=None, help="image for tasks that name none (container providers)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="gradings at a time (default: min(4, CPUs))",
+    )
+    p.add_argument("--run-id", default=None, help="names the run's directory (default: the start time)")
+    p.add_argument("--run-dir", default="runs/evaluation", help="where runs go (default: runs/evaluation)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="eval timeout per instance in seconds (default: the task's)",
+    )
+    p.set_defaults(func=run)
+
+
+def _load_dataset(args: argparse.Namespace) -> list[Any]:
+    if args.split is None:
+        return load_tasks(args.dataset, instance_ids=args.instance_ids)
+    if "split" not in inspect.signature(load_tasks).parameters:
+        raise ConfigError("--split is not supported by this version's task loader")
+    return load_tasks(args.dataset, instance_ids=args.instance_ids, split=args.split)  # type: ignore[call-arg]
+
+
+class _Progress:
+    """Counts per outcome and an ETA on the status line; one persistent line per instance when not a terminal."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.counts = {"resolved": 0, "unresolved": 0, "empty_patch": 0, "error": 0}
+
+    def __call__(self, result: InstanceResult, done: int, total: int) -> None:
+        key = "error" if result.status == "masked" else result.status
+        self.counts[key] += 1
+        elapsed = time.perf_counter() - self.started
+        eta = elapsed / done * (total - done)
+        c = self.counts
+        STATUS.show(
+            f"[{done}/{total}] resolved {c['resolved']}  unresolved {c['unresolved']}  empty {c['empty_patch']}  "
+            f"error {c['error']}  eta {_duration(eta)}  {result.instance_id}: {result.status.replace('_', ' ')}",
+            persist=True,
+        )
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Grade; print a summary to stdout. Ctrl-C cancels the gradings, closes their sandboxes and returns 130."""
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise ConfigError(f"--timeout must be > 0, got {args.timeout}")
+    run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
+    provider = get_provider(args.provider)
+    tasks = _load_dataset(args)
+    if args.gold:
+        predictions, invalid = gold_predictions(tasks), []
+    else:
+        predictions, invalid = read_predictions(args.predictions)
+        if args.instance_ids:
+            wanted = set(args.instance_ids)
+            predictions = [p for p in predictions if p.instance_id in wanted]
+            invalid = [e for e in invalid if e.instance_id is None or e.instance_id in wanted]
+    STATUS.show(f"grading {len(predictions)} predictions against {len(tasks)} instances with {args.workers} workers")
+    coroutine = evaluate(
+        tasks,
+        predictions,
+        provider=provider,
+        spec=SandboxSpec(image=args.image),
+        workers=args.workers,
+        run_dir=args.run_dir,
+        run_id=run_id,
+        invalid=invalid,
+        on_result=_Progress(),
+        timeout_s=args.timeout,
+    )
+    try:
+        report = run_sync(coroutine)
+    except KeyboardInterrupt:
+        STATUS.finish()
+        print(
+            f"interrupted: gradings cancelled and their sandboxes closed; finished instances are in "
+            f"{os.path.join(args.run_dir, run_id)}",
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        STATUS.finish()
+    _summary(report)
+    return 0
+
+
+def _summary(report: EvaluationReport) -> None:
+    extra = report.swe_gym
+    submitted = report.submitted_instances
+    rate = f" ({report.resolved_instances / submitted:.1%} of submitted)" if submitted else ""
+    rows = [
+        ("instances", f"{report.total_instances}"),
+        ("submitted", f"{submitted}"),
+        ("resolved", f"{report.resolved_instances}{rate}"),
+        ("unresolved", f"{report.unresolved_instances}"),
+        ("empty patch", f"{report.empty_patch_instances}"),
+        ("error", f"{report.error_instances} ({len(extra.masked)} masked)"),
+        ("no prediction", f"{len(report.incomplete_ids)}"),
+        ("invalid rows", f"{len(extra.invalid_predictions)}"),
+        ("unknown ids", f"{len(extra.unknown_instance_ids)}"),
+        ("wall time s", f"{extra.wall_s:.1f}"),
+        ("report", f"{report.path}"),
+        ("logs", extra.log_dir),
+    ]
+    for name, value in rows:
+        print(f"{name:<14} {value}")
+    for error in extra.invalid_predictions:
+        print(f"invalid row    {error.where}: {error.error}")
+    for iid, reason in {**extra.errors, **extra.masked}.items():
+        print(f"error          {iid}: {reason}")

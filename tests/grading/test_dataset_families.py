@@ -1,0 +1,80 @@
+"""Each dataset family end to end: a row in the family's published schema, converted, graded in a real
+Docker sandbox from a local image that holds a small real repository where the family's images keep it.
+
+Four verdicts per family: the gold patch resolves; an empty patch, a patch that breaks a PASS_TO_PASS
+test, and a patch that does not apply do not — each with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swe_gym.grading import grade
+from swe_gym.sandbox import SandboxSpec
+from swe_gym.sandbox.loop import run_sync
+from swe_gym.tasks import SWETask, load_tasks
+from tests.conftest import require_docker
+from tests.family_images import CalcRepo, swebench_image
+
+NOT_A_DIFF = "this is not a diff\n"
+
+
+@pytest.fixture(scope="module")
+def calc(tmp_path_factory: pytest.TempPathFactory) -> CalcRepo:
+    require_docker()
+    return CalcRepo.create(tmp_path_factory.mktemp("families") / "repo")
+
+
+def swebench_row(repo: CalcRepo) -> dict[str, Any]:
+    """A classic SWE-bench row (princeton-nlp/SWE-bench_Verified's fields), for a repo/version swebench knows."""
+    return {
+        "repo": "psf/requests",
+        "instance_id": "psf__requests-9001",
+        "base_commit": repo.base,
+        "patch": repo.gold_patch,
+        "test_patch": repo.test_patch,
+        "problem_statement": "add() subtracts instead of adding",
+        "hints_text": "",
+        "created_at": "2024-01-01T00:00:00Z",
+        "version": "2.0",
+        "FAIL_TO_PASS": '["tests/test_calc.py::test_add"]',
+        "PASS_TO_PASS": '["tests/test_calc.py::test_sub"]',
+        "environment_setup_commit": repo.base,
+        "difficulty": "<15 min fix",
+    }
+
+
+def _verdicts(task: SWETask, repo: CalcRepo) -> None:
+    spec = SandboxSpec()
+    gold = run_sync(grade(task, task.patch, provider="docker", spec=spec))
+    assert not gold.masked, gold.masked_reason
+    assert gold.resolved, gold.log_tail
+    assert gold.fail_to_pass.success == task.fail_to_pass and gold.pass_to_pass.success == task.pass_to_pass
+    empty = run_sync(grade(task, "", provider="docker", spec=spec))
+    assert not empty.masked and empty.empty_patch and not empty.resolved
+    assert empty.fail_to_pass.failure == task.fail_to_pass
+    broken = run_sync(grade(task, repo.breaks_p2p_patch, provider="docker", spec=spec))
+    assert not broken.masked and not broken.resolved
+    assert broken.fail_to_pass.success == task.fail_to_pass and broken.pass_to_pass.failure == task.pass_to_pass
+    garbage = run_sync(grade(task, NOT_A_DIFF, provider="docker", spec=spec))
+    assert not garbage.masked and not garbage.resolved and not garbage.patch_applied
+    assert garbage.log_tail  # the apply ladder's reason
+
+
+FAMILIES: dict[str, tuple[Callable[[CalcRepo], dict[str, Any]], str, str]] = {
+    # name: (row, expected family, the image name the family publishes for that row)
+    "swebench": (swebench_row, "swebench", "swebench/sweb.eval.x86_64.psf_1776_requests-9001:latest"),
+}
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_family_end_to_end(name: str, calc: CalcRepo, tmp_path: Path) -> None:
+    make_row, family, image = FAMILIES[name]
+    (task,) = load_tasks([make_row(calc)])
+    assert task.family == family and task.image == image
+    swebench_image(image, calc, tmp_path / "context")
+    _verdicts(task, calc)

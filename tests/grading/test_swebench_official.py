@@ -1,0 +1,456 @@
+"""The official-swebench adapter against the real swebench code, offline.
+
+Logs are hand-written in the exact format each tool prints, wrapped in the ``set -x``
+traces of swebench's markers as a merged stdout+stderr capture shows them.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from importlib import metadata
+from typing import Any
+
+import pytest
+
+from swe_gym.errors import GradingError, TaskError
+from swe_gym.grading import official
+from swe_gym.grading.parsers import TestStatus
+from swe_gym.tasks.model import SWETask
+from tests.conftest import IN_CI
+
+if not IN_CI:  # the dev extra installs swebench; CI must never skip these
+    pytest.importorskip("swebench")
+
+from swebench.harness.constants import FAIL_TO_PASS, PASS_TO_PASS, EvalType
+from swebench.harness.grading import get_eval_tests_report
+from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
+
+P, F, E, S = TestStatus.PASSED, TestStatus.FAILED, TestStatus.ERROR, TestStatus.SKIPPED
+
+
+def task(repo: str, *, version: str | None = "1.0", test_patch: str = "", **fields: Any) -> SWETask:
+    row: dict[str, Any] = {
+        "instance_id": f"{repo.replace('/', '__')}-1234",
+        "repo": repo,
+        "problem_statement": "an issue",
+        "base_commit": "0123456789abcdef0123456789abcdef01234567",
+        "test_patch": test_patch,
+        "harness": "swebench",
+        **fields,
+    }
+    if version is not None:
+        row["version"] = version
+    return SWETask.model_validate(row)
+
+
+def traced(output: str) -> str:
+    """Test output as the official eval script's run prints it (``set -x`` traces included)."""
+    return (
+        "+ git apply -v -\nChecking patch tests/x.py...\nApplied patch tests/x.py cleanly.\n"
+        f"+ : '>>>>> Start Test Output'\n+ run the tests\n{output}+ : '>>>>> End Test Output'\n"
+        "+ git checkout 0123456789abcdef0123456789abcdef01234567 tests/x.py\nUpdated 1 path from 1a2b3c4\n"
+    )
+
+
+# --- log parsing -------------------------------------------------------------------------------------------------
+
+PYTEST_REQUESTS = """\
+============================= test session starts ==============================
+platform linux -- Python 3.9.20, pytest-8.3.3, pluggy-1.5.0
+rootdir: /testbed
+collected 4 items
+
+test_requests.py ..F.                                                    [100%]
+
+=================================== FAILURES ===================================
+__________________ RequestsTestCase.test_prepared_request_hook __________________
+E       AssertionError: assert 'hook' in {}
+==================================== PASSES ====================================
+=========================== short test summary info ============================
+PASSED test_requests.py::RequestsTestCase::test_basic_building
+PASSED test_requests.py::test_data_argument_accepts_tuples[data0]
+PASSED test_requests.py::test_unicode_path[/tmp/pytest-of-root/pytest-0/test0/a.txt]
+FAILED test_requests.py::RequestsTestCase::test_prepared_request_hook - AssertionError: assert 'hook' in {}
+========================= 1 failed, 3 passed in 0.31s ==========================
+"""
+
+PYTEST_ASTROPY = """\
+============================= test session starts ==============================
+platform linux -- Python 3.9.20, pytest-7.4.0, pluggy-1.3.0
+collected 3 items
+
+astropy/io/fits/tests/test_header.py .Fs                                 [100%]
+
+=========================== short test summary info ============================
+\x1b[32mPASSED\x1b[0m astropy/io/fits/tests/test_header.py::TestHeaderFunctions::test_rename_keyword
+\x1b[31mFAILED\x1b[0m astropy/io/fits/tests/test_header.py::TestHeaderFunctions::test_card_str - ValueError: bad
+SKIPPED [1] astropy/io/fits/tests/test_header.py:120: requires scipy
+astropy/io/fits/tests/test_header.py::test_shallow_copy PASSED
+==================== 1 failed, 2 passed, 1 skipped in 1.02s ====================
+"""
+
+DJANGO = """\
+Testing against Django installed in '/testbed/django' with up to 1 processes
+Importing application admin_views
+Creating test database for alias 'default'...
+System check identified no issues (1 silenced).
+test_get_absolute_url (admin_views.tests.AdminViewBasicTest) ... ok
+test_change_view (admin_views.tests.AdminViewBasicTest) ... FAIL
+test_json_field (admin_views.tests.JSONTests) ... skipped "Database doesn't support feature(s): supports_json_field"
+test_broken (admin_views.tests.AdminViewBasicTest) ... ERROR
+
+======================================================================
+ERROR: test_broken (admin_views.tests.AdminViewBasicTest)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/testbed/tests/admin_views/tests.py", line 40, in test_broken
+    raise RuntimeError("boom")
+RuntimeError: boom
+
+======================================================================
+FAIL: test_change_view (admin_views.tests.AdminViewBasicTest)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/testbed/tests/admin_views/tests.py", line 30, in test_change_view
+    self.assertEqual(response.status_code, 200)
+AssertionError: 302 != 200
+
+----------------------------------------------------------------------
+Ran 4 tests in 0.215s
+
+FAILED (failures=1, errors=1, skipped=1)
+Destroying test database for alias 'default'...
+"""
+
+SYMPY = """\
+============================= test process starts ==============================
+executable:         /opt/miniconda3/envs/testbed/bin/python  (3.9.19-final-0) [CPython]
+architecture:       64-bit
+cache:              no
+ground types:       python
+numpy:              None
+random seed:        52413296
+hash randomization: on (PYTHONHASHSEED=2380112823)
+
+sympy/core/tests/test_basic.py[3]
+test__aresame ok
+test_structure F
+test_equality E                                                             [FAIL]
+
+
+________________________________________________________________________________
+______________ sympy/core/tests/test_basic.py:test_structure ___________________
+Traceback (most recent call last):
+  File "/testbed/sympy/core/tests/test_basic.py", line 30, in test_structure
+    assert b21.args == (b2, b1)
+AssertionError
+
+=========== tests finished: 1 passed, 1 failed, 1 exceptions, in 0.05 seconds ===========
+DO *NOT* COMMIT!
+"""
+
+MATPLOTLIB = """\
+============================= test session starts ==============================
+collected 3 items
+
+lib/matplotlib/tests/test_widgets.py ..x                                 [100%]
+
+=========================== short test summary info ============================
+PASSED lib/matplotlib/tests/test_widgets.py::test_span_selector_press[MouseButton.LEFT]
+PASSED lib/matplotlib/tests/test_widgets.py::test_span_selector_press[MouseButton.RIGHT]
+XFAIL lib/matplotlib/tests/test_widgets.py::test_rectangle_rotate - reason: flaky
+========================= 2 passed, 1 xfailed in 2.10s =========================
+"""
+
+GO_GIN = """\
+=== RUN   TestContextReset
+--- PASS: TestContextReset (0.00s)
+=== RUN   TestContextHandlers
+--- FAIL: TestContextHandlers (0.01s)
+    context_test.go:120: expected 2 handlers, got 1
+=== RUN   TestRenderHTML
+--- SKIP: TestRenderHTML (0.00s)
+    render_test.go:44: needs templates
+FAIL
+FAIL\tgithub.com/gin-gonic/gin\t0.015s
+"""
+
+CASES = {
+    "psf/requests": (
+        PYTEST_REQUESTS,
+        {
+            "test_requests.py::RequestsTestCase::test_basic_building": P,
+            "test_requests.py::test_data_argument_accepts_tuples[data0]": P,
+            "test_requests.py::test_unicode_path[/a.txt]": P,  # pytest_options keeps a path option's basename
+            "test_requests.py::RequestsTestCase::test_prepared_request_hook": F,
+        },
+    ),
+    "astropy/astropy": (
+        PYTEST_ASTROPY,
+        {
+            "astropy/io/fits/tests/test_header.py::TestHeaderFunctions::test_rename_keyword": P,
+            "astropy/io/fits/tests/test_header.py::TestHeaderFunctions::test_card_str": F,
+            "[1]": S,  # pytest_v2 reads "SKIPPED [1] file:line: reason" literally
+            "astropy/io/fits/tests/test_header.py::test_shallow_copy": P,
+        },
+    ),
+    "django/django": (
+        DJANGO,
+        {
+            "test_get_absolute_url (admin_views.tests.AdminViewBasicTest)": P,
+            "test_change_view (admin_views.tests.AdminViewBasicTest)": F,
+            "test_json_field (admin_views.tests.JSONTests)": S,
+            "test_broken (admin_views.tests.AdminViewBasicTest)": E,
+            # the "ERROR: name (class)" / "FAIL: name (class)" headers add the bare method names
+            "test_broken": E,
+            "test_change_view": F,
+        },
+    ),
+    "sympy/sympy": (
+        SYMPY,
+        {
+            "test__aresame": P,
+            "test_structure": F,
+            "sympy/core/tests/test_basic.py:test_structure": F,
+        },
+    ),
+    "matplotlib/matplotlib": (
+        MATPLOTLIB,
+        {
+            "lib/matplotlib/tests/test_widgets.py::test_span_selector_press[1]": P,
+            "lib/matplotlib/tests/test_widgets.py::test_span_selector_press[3]": P,
+            "lib/matplotlib/tests/test_widgets.py::test_rectangle_rotate": TestStatus.XFAIL,
+        },
+    ),
+    "gin-gonic/gin": (
+        GO_GIN,
+        {"TestContextReset": P, "TestContextHandlers": F, "TestRenderHTML": S},
+    ),
+}
+
+
+@pytest.mark.parametrize("repo", list(CASES))
+def test_parse_log_is_the_repos_official_parser(repo: str) -> None:
+    output, expected = CASES[repo]
+    t = task(repo)
+    got = official.parse_log(t, traced(output))
+    assert got == expected
+    direct = MAP_REPO_TO_PARSER[repo](output, official._test_spec(t))
+    assert got == direct
+
+
+@pytest.mark.parametrize("name", ["parse_log_pytest_options", "pytest_options", "parse_log_requests", "requests"])
+def test_parse_log_by_name_for_prebuilt_rows(name: str) -> None:
+    """Pre-built rows name a parser by its swebench function name (SWE-bench 5.x, SWE-rebench) or the bare tool."""
+    t = task("someorg/unknown-lib", version=None, log_parser=name, eval_script="#!/bin/bash\npytest -rA\n")
+    assert official.parse_log(t, traced(PYTEST_REQUESTS)) == CASES["psf/requests"][1]
+
+
+def test_swe_rebench_rows_name_their_parser_in_install_config() -> None:
+    config = {"log_parser": "parse_log_pytest_options", "test_cmd": "pytest -rA"}
+    t = task("someorg/unknown-lib", version="0.1", install_config=config)
+    assert official.parse_log(t, traced(PYTEST_REQUESTS)) == CASES["psf/requests"][1]
+
+
+def test_a_row_parser_overrides_the_repos() -> None:
+    t = task("psf/requests", log_parser="parse_log_pytest")
+    assert "test_requests.py::test_unicode_path[/tmp/pytest-of-root/pytest-0/test0/a.txt]" in official.parse_log(
+        t, traced(PYTEST_REQUESTS)
+    )
+
+
+def test_parse_log_without_markers_is_empty_and_falls_back_to_the_whole_log() -> None:
+    t = task("psf/requests")
+    assert official.parse_log(t, PYTEST_REQUESTS) == {}  # the tests never ran: swebench reads nothing
+    # results printed outside the markers (stdout/stderr interleaving) are still found, as swebench does
+    moved = f"{PYTEST_REQUESTS}+ : '>>>>> Start Test Output'\n+ : '>>>>> End Test Output'\n"
+    assert official.parse_log(t, moved) == CASES["psf/requests"][1]
+
+
+def test_unknown_parser_names_are_the_rows_fault() -> None:
+    with pytest.raises(TaskError, match="parse_log_nonesuch"):
+        official.parse_log(task("x/y", log_parser="parse_log_nonesuch"), traced(""))
+    with pytest.raises(TaskError, match="no log parser for repo 'x/y'"):
+        official.parse_log(task("x/y"), traced(""))
+
+
+# --- eval scripts ------------------------------------------------------------------------------------------------
+
+
+def patch_for(path: str) -> str:
+    return (
+        f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,2 +1,3 @@\n"
+        " import os\n+import sys\n def test_x():\n"
+    )
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("network is blocked in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+CLASSIC = [
+    (
+        "django/django",
+        "4.0",
+        "tests/admin_views/tests.py",
+        "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 admin_views.tests",
+    ),
+    (
+        "sympy/sympy",
+        "1.11",
+        "sympy/core/tests/test_basic.py",
+        "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose "
+        "sympy/core/tests/test_basic.py",
+    ),
+    ("psf/requests", "2.0", "test_requests.py", "pytest -rA test_requests.py"),
+    (
+        "astropy/astropy",
+        "5.0",
+        "astropy/io/fits/tests/test_header.py",
+        "pytest -rA astropy/io/fits/tests/test_header.py",
+    ),
+    (
+        "matplotlib/matplotlib",
+        "3.5",
+        "lib/matplotlib/tests/test_axes.py",
+        "pytest -rA lib/matplotlib/tests/test_axes.py",
+    ),
+]
+
+
+@pytest.mark.parametrize(("repo", "version", "path", "command"), CLASSIC)
+@pytest.mark.usefixtures("no_network")
+def test_classic_rows_derive_the_official_eval_script_offline(repo: str, version: str, path: str, command: str) -> None:
+    t = task(repo, version=version, test_patch=patch_for(path))
+    script = official.eval_script(t)
+    assert script.startswith("#!/bin/bash\nset -uxo pipefail\n")  # -x prints the markers
+    assert "source /opt/miniconda3/bin/activate\nconda activate testbed\ncd /testbed\n" in script
+    assert f"git checkout {t.base_commit} {path}\n" in script
+    assert f"git apply -v - <<'EOF_114329324912'\n{t.test_patch}\nEOF_114329324912\n" in script
+    assert f": '>>>>> Start Test Output'\n{command}\n: '>>>>> End Test Output'\n" in script
+
+
+@pytest.mark.usefixtures("no_network")
+def test_every_repo_that_swebench_can_test_derives_offline() -> None:
+    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
+
+    derived = 0
+    for repo, versions in MAP_REPO_VERSION_TO_SPECS.items():
+        for version, specs in versions.items():
+            if "test_cmd" not in specs:
+                continue  # dbt-labs/dbt-core: swebench has no test command
+            assert ">>>>> End Test Output" in official.eval_script(
+                task(repo, version=version, test_patch=patch_for("tests/test_x.py"))
+            )
+            derived += 1
+    assert derived > 600
+
+
+def test_a_prebuilt_rows_eval_script_is_returned_as_is() -> None:
+    script = "#!/bin/bash\nset -uxo pipefail\ncd /testbed\n: '>>>>> Start Test Output'\npytest\n"
+    assert official.eval_script(task("someorg/unknown-lib", version=None, eval_script=script)) == script
+
+
+@pytest.mark.parametrize(
+    ("repo", "version"),
+    [("someorg/unknown-lib", "1.0"), ("django/django", "0.1"), ("dbt-labs/dbt-core", "1.0"), ("django/django", None)],
+)
+def test_unknown_repo_or_version_says_a_prebuilt_row_serves(repo: str, version: str | None) -> None:
+    with pytest.raises(TaskError, match=rf"repo '{repo}' version {version!r}.*pre-built row"):
+        official.eval_script(task(repo, version=version, test_patch=patch_for("tests/test_x.py")))
+
+
+def test_deriving_needs_the_test_patch() -> None:
+    with pytest.raises(TaskError, match="test_patch"):
+        official.eval_script(task("psf/requests", version="2.0"))
+
+
+# --- the verdict -------------------------------------------------------------------------------------------------
+
+
+def official_report(t: SWETask, status: dict[str, TestStatus], eval_type: EvalType) -> dict[str, Any]:
+    gold = {FAIL_TO_PASS: t.fail_to_pass, PASS_TO_PASS: t.pass_to_pass}
+    return get_eval_tests_report({k: v.value for k, v in status.items()}, gold, eval_type=eval_type)
+
+
+def test_resolved_when_every_fail_to_pass_passes_and_pass_to_pass_holds() -> None:
+    t = task("psf/requests", FAIL_TO_PASS='["t::a", "t::b"]', PASS_TO_PASS=["t::c"])
+    resolved, f2p, p2p = official.judge(t, {"t::a": P, "t::b": TestStatus.XFAIL, "t::c": P})
+    assert resolved
+    assert (f2p.success, f2p.failure, p2p.success, p2p.failure) == (["t::a", "t::b"], [], ["t::c"], [])
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"t::a": P, "t::b": P, "t::c": F},  # a PASS_TO_PASS test broke
+        {"t::a": P, "t::b": E, "t::c": P},  # partial resolution is not resolution
+        {"t::a": P, "t::c": P},  # a test missing from the log counts as failed
+    ],
+)
+def test_not_resolved(status: dict[str, TestStatus]) -> None:
+    t = task("psf/requests", FAIL_TO_PASS=["t::a", "t::b"], PASS_TO_PASS=["t::c"])
+    resolved, f2p, p2p = official.judge(t, status)
+    assert not resolved
+    report = official_report(t, status, EvalType.PASS_AND_FAIL)
+    assert f2p.model_dump() == report[FAIL_TO_PASS] and p2p.model_dump() == report[PASS_TO_PASS]
+
+
+@pytest.mark.parametrize(
+    ("repo", "fields"), [("chartjs/Chart.js", {}), ("someorg/unknown-js", {"eval_type": "fail_only"})]
+)
+def test_fail_only_repos_fail_a_test_only_when_the_log_says_failed(repo: str, fields: dict[str, str]) -> None:
+    t = task(repo, FAIL_TO_PASS=["a", "b"], PASS_TO_PASS=["c", "d"], **fields)
+    status = {"a": P, "c": E, "d": S}  # b absent; under fail-only only FAILED fails
+    resolved, f2p, p2p = official.judge(t, status)
+    assert resolved
+    assert (f2p.success, p2p.success) == (["a", "b"], ["c", "d"])
+    assert official_report(t, status, EvalType.FAIL_ONLY)[FAIL_TO_PASS] == f2p.model_dump()
+    resolved, f2p, _ = official.judge(t, {**status, "b": F})
+    assert not resolved and f2p.failure == ["b"]
+    # the same log in a pass-and-fail repo is not resolved (b missing, c errored)
+    assert not official.judge(task("psf/requests", FAIL_TO_PASS=["a", "b"], PASS_TO_PASS=["c", "d"]), status)[0]
+
+
+# --- installation ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_imports() -> Any:
+    official._harness.cache_clear()
+    yield
+    official._harness.cache_clear()
+
+
+@pytest.mark.usefixtures("fresh_imports")
+def test_missing_swebench_is_a_clear_grading_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def absent(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(official.metadata, "version", absent)
+    with pytest.raises(GradingError, match=r"pip install 'swe_gym\[swebench\]'"):
+        official.judge(task("psf/requests"), {})
+    # a pre-built row's own script needs no swebench
+    assert official.eval_script(task("x/y", eval_script="true")) == "true"
+
+
+@pytest.mark.usefixtures("fresh_imports")
+def test_swebench_5_is_refused_with_the_supported_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(official.metadata, "version", lambda name: "5.0.2")
+    with pytest.raises(GradingError, match=r"swebench 5\.0\.2 .*swebench>=4\.1,<5"):
+        official.parse_log(task("psf/requests"), "")
+
+
+def test_importing_swe_gym_does_not_import_swebench() -> None:
+    code = (
+        "import sys, swe_gym, swe_gym.grading, swe_gym.grading.official\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'swebench'], 'swebench imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
