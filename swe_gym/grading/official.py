@@ -56,12 +56,22 @@ def _harness(name: str) -> ModuleType:
     return importlib.import_module(f"swebench.harness.{name}")
 
 
-def _specs(task: SWETask) -> dict[str, Any]:
-    """The row's own spec (SWE-rebench's ``install_config`` is one, in swebench's format), else the
-    repo/version entry of ``MAP_REPO_VERSION_TO_SPECS``; a row swebench does not know is the row's fault."""
+def _row_spec(task: SWETask) -> tuple[str, dict[str, Any]] | None:
+    """A row that carries its own spec (SWE-rebench's ``install_config``, in swebench's format), entered
+    into swebench's table under a version key of its own, since swebench's script builders read the table
+    (and a row's spec must never replace the official one of a repo/version swebench knows)."""
     config = task.metadata.get("install_config")
-    if isinstance(config, dict) and config.get("test_cmd"):
-        return config
+    if not (isinstance(config, dict) and config.get("test_cmd")):
+        return None
+    constants = _harness("constants")
+    key = f"{task.metadata.get('version', '')}+row:{task.instance_id}"
+    constants.MAP_REPO_VERSION_TO_SPECS.setdefault(task.repo, {})[key] = config
+    constants.MAP_REPO_TO_EXT.setdefault(task.repo, "py")  # SWE-rebench's repositories are Python
+    return key, config
+
+
+def _specs(task: SWETask) -> dict[str, Any]:
+    """The repo/version entry of ``MAP_REPO_VERSION_TO_SPECS``; a row swebench does not know is the row's fault."""
     version = task.metadata.get("version")
     specs = _harness("constants").MAP_REPO_VERSION_TO_SPECS
     spec = specs.get(task.repo, {}).get(str(version))
@@ -100,14 +110,15 @@ def eval_script(task: SWETask) -> str:
     """
     if task.eval.eval_script:
         return task.eval.eval_script
-    specs = _specs(task)
+    own = _row_spec(task)
+    version, specs = own if own else (str(task.metadata.get("version")), _specs(task))
     if not task.base_commit or not task.test_patch.strip():
         raise TaskError(f"{task.instance_id}: deriving the swebench eval script needs base_commit and test_patch")
     instance = {
         **task.metadata,
         "instance_id": task.instance_id,
         "repo": task.repo,
-        "version": str(task.metadata["version"]),
+        "version": version,
         "base_commit": task.base_commit,
         "test_patch": task.test_patch,
         "FAIL_TO_PASS": list(task.fail_to_pass),

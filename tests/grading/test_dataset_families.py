@@ -7,6 +7,7 @@ test, and a patch that does not apply do not — each with its reason.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,59 @@ def swebench_row(repo: CalcRepo) -> dict[str, Any]:
     }
 
 
+def prebuilt_row(repo: CalcRepo) -> dict[str, Any]:
+    """A pre-built row (SWE-bench 5.x / SWE-bench_Multilingual fields): image, eval script and parser given."""
+    from swe_gym.grading import official
+
+    classic = swebench_row(repo)
+    (derived,) = load_tasks([classic])
+    return {
+        **{k: v for k, v in classic.items() if k not in ("environment_setup_commit", "difficulty")},
+        "instance_id": "psf__requests-9002",
+        "FAIL_TO_PASS": ["tests/test_calc.py::test_add"],
+        "PASS_TO_PASS": ["tests/test_calc.py::test_sub"],
+        "eval_type": "pass_and_fail",
+        "image": "swe-gym-test-prebuilt/psf_requests-9002:latest",
+        "log_parser": "parse_log_pytest",
+        "eval_script": official.eval_script(derived),
+    }
+
+
+def swe_gym_row(repo: CalcRepo) -> dict[str, Any]:
+    """A SWE-Gym/SWE-Gym row: SWE-bench's fields, lists not JSON strings, no environment_setup_commit."""
+    row = {k: v for k, v in swebench_row(repo).items() if k not in ("environment_setup_commit", "difficulty")}
+    return {
+        **row,
+        "instance_id": "psf__requests-9003",
+        "FAIL_TO_PASS": ["tests/test_calc.py::test_add"],
+        "PASS_TO_PASS": ["tests/test_calc.py::test_sub"],
+    }
+
+
+def swe_rebench_row(repo: CalcRepo) -> dict[str, Any]:
+    """A nebius/SWE-rebench row: a repo swebench has no spec for; its own install_config is the spec."""
+    return {
+        **swebench_row(repo),
+        "repo": "example/calc",
+        "instance_id": "example__calc-7",
+        "version": "0.1",
+        "docker_image": "swerebench/sweb.eval.x86_64.example_1776_calc-7:latest",
+        "install_config": {
+            "python": "3.11",
+            "install": "pip install -e .",
+            "test_cmd": "pytest -rA",
+            "log_parser": "parse_log_pytest",
+            "pip_packages": ["pytest"],
+        },
+        "requirements": "pytest\n",
+        "environment": "",
+        "FAIL_TO_FAIL": [],
+        "PASS_TO_FAIL": [],
+        "license_name": "MIT",
+        "meta": {"llm_score": {"difficulty_score": 1, "issue_text_score": 0, "test_score": 0}, "has_test_patch": True},
+    }
+
+
 def _verdicts(task: SWETask, repo: CalcRepo) -> None:
     spec = SandboxSpec()
     gold = run_sync(grade(task, task.patch, provider="docker", spec=spec))
@@ -65,16 +119,29 @@ def _verdicts(task: SWETask, repo: CalcRepo) -> None:
     assert garbage.log_tail  # the apply ladder's reason
 
 
-FAMILIES: dict[str, tuple[Callable[[CalcRepo], dict[str, Any]], str, str]] = {
-    # name: (row, expected family, the image name the family publishes for that row)
-    "swebench": (swebench_row, "swebench", "swebench/sweb.eval.x86_64.psf_1776_requests-9001:latest"),
+FAMILIES: dict[str, tuple[Callable[[CalcRepo], dict[str, Any]], str, str, str | None]] = {
+    # name: (row, expected family, the image name the family publishes for that row, dataset file name)
+    "swebench": (swebench_row, "swebench", "swebench/sweb.eval.x86_64.psf_1776_requests-9001:latest", None),
+    "prebuilt": (prebuilt_row, "swebench", "swe-gym-test-prebuilt/psf_requests-9002:latest", None),
+    "swe-gym": (swe_gym_row, "swe-gym", "xingyaoww/sweb.eval.x86_64.psf_s_requests-9003:latest", "swe-gym.jsonl"),
+    "swe-rebench": (
+        swe_rebench_row,
+        "swe-rebench",
+        "swerebench/sweb.eval.x86_64.example_1776_calc-7:latest",
+        "swe-rebench.jsonl",
+    ),
 }
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_family_end_to_end(name: str, calc: CalcRepo, tmp_path: Path) -> None:
-    make_row, family, image = FAMILIES[name]
-    (task,) = load_tasks([make_row(calc)])
+    make_row, family, image, dataset_file = FAMILIES[name]
+    row = make_row(calc)
+    source: Any = [row]
+    if dataset_file:  # the family is told by the dataset's name
+        source = tmp_path / dataset_file
+        source.write_text(json.dumps(row) + "\n")
+    (task,) = load_tasks(source)
     assert task.family == family and task.image == image
     swebench_image(image, calc, tmp_path / "context")
     _verdicts(task, calc)
