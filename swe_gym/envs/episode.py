@@ -57,7 +57,7 @@ class Episode:
     async def start(self) -> tuple[str, dict[str, Any]]:
         settings, started = self.settings, time.perf_counter()
         self.sandbox = await provision(
-            self.task, settings.provider, settings.spec, settings.pool, scrub_history=settings.scrub_history
+            self.task, settings.provider, settings.spec, settings.pool, agent=True, scrub_history=settings.scrub_history
         )
         self._base_tree = await snapshot(self.sandbox)
         self._reset_s = time.perf_counter() - started

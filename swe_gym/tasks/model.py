@@ -55,6 +55,15 @@ class SWETask(BaseModel):
         "checking out a task branch)",
     )
     eval: EvalRecipe
+    hidden_paths: list[str] = Field(
+        default_factory=list,
+        description="removed from the agent's sandbox at reset (hidden tests, test runners); the grader's keeps them",
+    )
+    hide_history: Literal["future", "all"] = Field(
+        default="future",
+        description="git history kept from the agent: commits after the base (refs), or all of it (when the "
+        "history itself holds the answer, e.g. a bug introduced on top of the fixed code)",
+    )
     fail_to_pass: list[str] = Field(alias="FAIL_TO_PASS", default_factory=list)
     pass_to_pass: list[str] = Field(alias="PASS_TO_PASS", default_factory=list)
     test_patch: str = Field(default="", repr=False)

@@ -37,6 +37,14 @@ rm -rf .git/logs .git/ORIG_HEAD .git/FETCH_HEAD .git/packed-refs.lock
 """
 #: Also drops the now unreachable objects (slow on big repositories: seconds).
 PRUNE_OBJECTS = "git gc --quiet --prune=now\n"
+#: The base tree as the only commit: for tasks whose past history holds the answer.
+SQUASH_HISTORY = r"""
+git rev-parse --git-dir >/dev/null 2>&1 || exit 0
+branch=$(git symbolic-ref -q --short HEAD || echo main)
+git checkout -q --orphan swe-gym-base
+git -c user.name=swe_gym -c user.email=swe_gym@localhost commit -q --no-verify --allow-empty -m "task base"
+git branch -q -M "$branch"
+"""
 
 
 async def _run_setup(sandbox: AsyncSandbox, task: SWETask, script: str, what: str) -> None:
@@ -45,18 +53,31 @@ async def _run_setup(sandbox: AsyncSandbox, task: SWETask, script: str, what: st
         raise SandboxError(f"{what} failed for {task.instance_id} (exit {result.exit_code}): {result.output[-1500:]}")
 
 
+async def _hide(sandbox: AsyncSandbox, task: SWETask, scrub_history: bool | str) -> None:
+    if task.hidden_paths:
+        await _run_setup(sandbox, task, "rm -rf -- " + " ".join(map(shlex.quote, task.hidden_paths)), "hiding tests")
+    squash = task.hide_history == "all"
+    if (scrub_history or squash) and task.repo_source is None:  # a bundled repository has no history to hide
+        script = (SQUASH_HISTORY if squash else "") + SCRUB_HISTORY
+        script += PRUNE_OBJECTS if squash or scrub_history == "gc" else ""
+        await _run_setup(sandbox, task, f"set -e; cd {shlex.quote(task.workdir)}\n{script}", "scrubbing git history")
+
+
 async def provision(
     task: SWETask,
     provider: ProviderLike,
     base: SandboxSpec,
     pool: SandboxPool | None = None,
     *,
-    scrub_history: bool | str = False,
+    agent: bool = False,
+    scrub_history: bool | str = True,
 ) -> AsyncSandbox:
     """A sandbox with the task's repository in its workdir (from ``pool`` when given); closed if setup fails.
 
-    The task's ``setup_script`` runs after the repository is in place. ``scrub_history`` (the agent's
-    sandbox) removes git history the agent must not see: ``True`` the refs, ``"gc"`` the objects too.
+    The task's ``setup_script`` runs after the repository is in place. For the ``agent``'s sandbox
+    (not the grader's) the task's ``hidden_paths`` are removed and, with ``scrub_history``, the git
+    history it must not see: ``True`` the refs to it, ``"gc"`` its objects too (a task that hides
+    ``"all"`` its history is squashed to one commit and always collected).
     """
     spec = task_spec(task, base)
     sandbox = await (pool.take(spec) if pool is not None else AsyncSandbox.create(spec, provider))
@@ -66,10 +87,8 @@ async def provision(
             await sandbox.upload_tar(archive)
         if task.setup_script:
             await _run_setup(sandbox, task, task.setup_script, "the task's setup script")
-        if scrub_history and task.repo_source is None:  # a bundled repository has no future to hide
-            script = SCRUB_HISTORY + (PRUNE_OBJECTS if scrub_history == "gc" else "")
-            script = f"set -e; cd {shlex.quote(task.workdir)}\n{script}"
-            await _run_setup(sandbox, task, script, "scrubbing git history")
+        if agent:
+            await _hide(sandbox, task, scrub_history)
     except BaseException:
         await sandbox.close()
         raise
