@@ -31,15 +31,8 @@ LOG=/tmp/swe_gym_provision_apptainer.log
 log() { echo "[provision_apptainer] $*" >&2; }
 die() { log "ERROR: $*"; [ -s "$LOG" ] && tail -n 30 "$LOG" >&2; exit 1; }
 
-# The Debian mirror this machine's apt already uses (same as build_test_image.sh).
-debian_mirror() {
-  local uri
-  uri=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-  [ -n "$uri" ] || uri=$(sed -E -n 's/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+).*/\2/p' \
-    /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | grep -v security | head -n 1 || true)
-  [ -n "$uri" ] || die "no Debian mirror found in /etc/apt/sources.list{,.d/*.sources}"
-  echo "$uri"
-}
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # debian_mirror
 
 # The wrapper, with @ROOTFS@ replaced by $ROOTFS.
 wrapper_text() {

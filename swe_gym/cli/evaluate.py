@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+from swe_gym.cli.args import add_instance_ids
 from swe_gym.cli.rollout import STATUS
 from swe_gym.errors import ConfigError
 from swe_gym.grading.evaluation import (
@@ -49,14 +50,7 @@ def add_parser(commands: Any) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--predictions", metavar="FILE", help="predictions (.jsonl or .json)")
     which.add_argument("--gold", action="store_true", help="grade the dataset's gold patches")
-    p.add_argument(
-        "--instance-id",
-        dest="instance_ids",
-        nargs="+",
-        action="extend",
-        metavar="ID",
-        help="only these instances (repeatable)",
-    )
+    add_instance_ids(p, "only these instances (repeatable)")
     p.add_argument(
         "--provider", default="local", help="sandbox provider: local, docker, apptainer, opensandbox (default: local)"
     )

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 import gymnasium as gym
 
+from swe_gym.cli.args import add_instance_ids
 from swe_gym.envs.registration import ENV_ID, register_envs
 from swe_gym.errors import ConfigError
 from swe_gym.policies import POLICY_NAMES, make_policy
@@ -72,14 +73,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--step-timeout", type=float, default=60.0, help="seconds per action (default: 60)")
     p.add_argument("--seed", type=int, default=0, help="episode i is reset with seed+i (default: 0)")
     p.add_argument("--out", default="runs/trajectories.jsonl", help="JSONL file the trajectories are appended to")
-    p.add_argument(
-        "--instance-id",
-        dest="instance_ids",
-        nargs="+",
-        action="extend",
-        metavar="ID",
-        help="only these tasks (repeatable)",
-    )
+    add_instance_ids(p, "only these tasks (repeatable)")
     p.set_defaults(func=run)
 
 
