@@ -45,7 +45,8 @@ class SWEEnv(gym.Env[str, str]):
     >>> env.close()
 
     Args:
-        tasks: ``"bundled"``, a ``.json``/``.jsonl`` path, or task records.
+        tasks: ``"bundled"``, a Hugging Face dataset name, a ``.json``/``.jsonl``/``.parquet`` path, or task
+            records (see `swe_gym.load_tasks`).
         provider: a provider name (``"local"``, ``"docker"``, ...), a ``{"type": ...}`` config, or an instance.
         image: the image for tasks that name none (needed by container providers for bundled tasks).
         max_steps: actions per episode before truncation.
@@ -55,6 +56,9 @@ class SWEEnv(gym.Env[str, str]):
         grade_on_truncation: grade the patch when ``max_steps`` is reached (else reward 0, no grading).
         sandbox: a `SandboxSpec` (or dict) for limits, env vars, network and TTL of every sandbox.
         instance_ids: restrict ``tasks`` to these ids.
+        split, limit: the dataset split, and how many of its rows (an int or a ``slice``).
+        scrub_history: remove git history after the base from the agent's sandbox (``True``: refs and
+            reflogs, so ``git log --all`` cannot show the fix; ``"gc"``: its objects too; ``False``: keep).
         pool_size: keep this many sandboxes started ahead of need (0: off), so a reset only hands one over.
     """
 
@@ -66,6 +70,8 @@ class SWEEnv(gym.Env[str, str]):
         provider: ProviderLike = "local",
         *,
         instance_ids: Iterable[str] | None = None,
+        split: str = "test",
+        limit: int | slice | None = None,
         render_mode: str | None = None,
         **options: Any,
     ) -> None:
@@ -73,7 +79,7 @@ class SWEEnv(gym.Env[str, str]):
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         parsed = EnvOptions.parse(options)
         self.settings = make_settings(provider, parsed)
-        self.tasks: list[SWETask] = load_tasks(tasks, instance_ids=instance_ids)
+        self.tasks: list[SWETask] = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
         self._by_id = {task.instance_id: task for task in self.tasks}
         self.provider = self.settings.provider
         self.spec_base = self.settings.spec

@@ -58,6 +58,8 @@ class SWEVectorEnv(VectorEnv):
         *,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         instance_ids: Iterable[str] | None = None,
+        split: str = "test",
+        limit: int | slice | None = None,
         **options: Any,
     ) -> None:
         if num_envs < 1:
@@ -69,7 +71,7 @@ class SWEVectorEnv(VectorEnv):
             options["pool_size"] = max(1, num_envs // 4)
         parsed = EnvOptions.parse(options)
         self.settings = make_settings(provider, parsed)
-        self.tasks: list[SWETask] = load_tasks(tasks, instance_ids=instance_ids)
+        self.tasks: list[SWETask] = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
         self._by_id = {task.instance_id: task for task in self.tasks}
         self.single_observation_space = text_space(parsed.max_observation_chars)
         self.single_action_space = text_space(MAX_ACTION_CHARS)

@@ -68,6 +68,16 @@ def test_parquet_files_load_with_filters_and_slices(tmp_path: Path) -> None:
         load_tasks(path, limit=0)
     with pytest.raises(TaskError, match="limit must be"):
         load_tasks(path, limit=-1)
+    import gymnasium as gym
+
+    import swe_gym  # noqa: F401 - registers the env
+
+    env = gym.make("swe_gym/SWE-v0", tasks=path, split="test", limit=slice(1, 3), provider="docker")
+    try:  # the env takes the same selection; nothing starts before reset
+        assert [t.instance_id[-2:] for t in env.unwrapped.tasks] == ["08", "09"]
+        assert {t.family for t in env.unwrapped.tasks} == {"swebench"}
+    finally:
+        env.close()
 
 
 def test_errors_name_the_source_and_the_row(tmp_path: Path) -> None:
