@@ -17,11 +17,9 @@ import pytest
 from swe_gym.grading import grade
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import run_sync
-from swe_gym.tasks import SWETask, load_tasks
+from swe_gym.tasks import load_tasks
 from tests.conftest import require_docker
-from tests.family_images import CalcRepo, swebench_image
-
-NOT_A_DIFF = "this is not a diff\n"
+from tests.family_images import CalcRepo, assert_four_verdicts, swebench_image
 
 
 @pytest.fixture(scope="module")
@@ -102,23 +100,6 @@ def swe_rebench_row(repo: CalcRepo) -> dict[str, Any]:
     }
 
 
-def _verdicts(task: SWETask, repo: CalcRepo) -> None:
-    spec = SandboxSpec()
-    gold = run_sync(grade(task, task.patch, provider="docker", spec=spec))
-    assert not gold.masked, gold.masked_reason
-    assert gold.resolved, gold.log_tail
-    assert gold.fail_to_pass.success == task.fail_to_pass and gold.pass_to_pass.success == task.pass_to_pass
-    empty = run_sync(grade(task, "", provider="docker", spec=spec))
-    assert not empty.masked and empty.empty_patch and not empty.resolved
-    assert empty.fail_to_pass.failure == task.fail_to_pass
-    broken = run_sync(grade(task, repo.breaks_p2p_patch, provider="docker", spec=spec))
-    assert not broken.masked and not broken.resolved
-    assert broken.fail_to_pass.success == task.fail_to_pass and broken.pass_to_pass.failure == task.pass_to_pass
-    garbage = run_sync(grade(task, NOT_A_DIFF, provider="docker", spec=spec))
-    assert not garbage.masked and not garbage.resolved and not garbage.patch_applied
-    assert garbage.log_tail  # the apply ladder's reason
-
-
 FAMILIES: dict[str, tuple[Callable[[CalcRepo], dict[str, Any]], str, str, str | None]] = {
     # name: (row, expected family, the image name the family publishes for that row, dataset file name)
     "swebench": (swebench_row, "swebench", "swebench/sweb.eval.x86_64.psf_1776_requests-9001:latest", None),
@@ -144,4 +125,13 @@ def test_family_end_to_end(name: str, calc: CalcRepo, tmp_path: Path) -> None:
     (task,) = load_tasks(source)
     assert task.family == family and task.image == image
     swebench_image(image, calc, tmp_path / "context")
-    _verdicts(task, calc)
+    assert_four_verdicts(task, calc.breaks_p2p_patch)
+
+
+def test_unknown_repo_version_is_masked_with_the_reason(calc: CalcRepo) -> None:
+    """swebench has no spec for it: no sandbox is started and the verdict is masked, never a silent 0."""
+    (task,) = load_tasks([{**swebench_row(calc), "version": "99.9"}])
+    report = run_sync(grade(task, task.patch, provider="docker", spec=SandboxSpec()))
+    assert report.masked and not report.resolved and report.reward() == 0.0
+    assert "no test spec for repo 'psf/requests' version '99.9'" in (report.masked_reason or "")
+    assert "pre-built row" in (report.masked_reason or "")

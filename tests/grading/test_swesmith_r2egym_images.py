@@ -15,23 +15,25 @@ from typing import Any
 
 import pytest
 
-from swe_gym.grading import grade
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask, provision
 from swe_gym.tasks.families import convert
 from tests.conftest import require_docker
-from tests.family_images import BUGGY, FIXED, TESTS, TESTS_WITH_ADD, CalcRepo, build_image, git, swebench_image
+from tests.family_images import (
+    BREAKS_SUB,
+    BUGGY,
+    FIXED,
+    TESTS,
+    TESTS_WITH_ADD,
+    CalcRepo,
+    assert_four_verdicts,
+    build_image,
+    git,
+    swebench_image,
+)
 
 IID = "calc__calc.0123abcd.func_pm_op_swap__k2l1"
-
-
-def _verdicts(task: SWETask) -> None:
-    gold = run_sync(grade(task, task.patch, provider="docker", spec=SandboxSpec()))
-    assert not gold.masked, gold.masked_reason
-    assert gold.resolved, gold.log_tail
-    empty = run_sync(grade(task, "", provider="docker", spec=SandboxSpec()))
-    assert not empty.masked and not empty.resolved and empty.fail_to_pass.failure == task.fail_to_pass
 
 
 def _agent_sees(task: SWETask, command: str) -> str:
@@ -80,7 +82,11 @@ def test_a_swesmith_task_in_its_image_layout(tmp_path: Path) -> None:
     # The bug commit's parent is the fixed code: the agent gets one parentless commit and no objects beyond it.
     history = _agent_sees(task, f"git log --all --format=%s; git cat-file -t {git(repo, 'rev-parse', 'main')} 2>&1")
     assert history.splitlines()[0] == "task base" and "fatal" in history.splitlines()[1]
-    _verdicts(task)
+    git(repo, "checkout", "-q", IID)
+    (repo / "calc.py").write_text(BREAKS_SUB)
+    breaks_p2p = git(repo, "diff") + "\n"
+    git(repo, "checkout", "-q", "-f", "main")
+    assert_four_verdicts(task, breaks_p2p)
 
 
 R2E_TEST = (
@@ -137,7 +143,7 @@ def test_an_r2e_gym_task_in_its_image_layout(tmp_path: Path) -> None:
     assert task.fail_to_pass == ["TestCalc.test_add"] and task.pass_to_pass == ["TestCalc.test_sub"]
     seen = _agent_sees(task, "ls -a; ls / /root; git status --short")
     assert "run_tests.sh" not in seen and "r2e_tests" not in seen
-    _verdicts(task)
+    assert_four_verdicts(task, repo.breaks_p2p_patch)
 
 
 @pytest.fixture(autouse=True)
