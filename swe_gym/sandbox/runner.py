@@ -2,7 +2,8 @@
 
 Every provider starts this file (``python3 runner.py --ttl N``) as a long-lived
 process inside the sandbox and talks to it over its stdin/stdout (or, where the
-transport has no stdin, runs it once per call: ``--request FILE`` or ``--inline BASE64``). A step then
+transport has no stdin, runs it once per call: ``--request FILE`` or ``--inline BASE64``,
+or keeps it as a daemon reached through FIFOs: ``--serve-fifo DIR``). A step then
 costs one message round trip instead of a container-engine API call, and the
 runner gives every provider the same exec semantics: each command in its own
 session and process group, stdin at EOF, stdout and stderr merged in order,
@@ -352,20 +353,102 @@ def serve(ttl):
         io_.write(*_safe_handle(req, payload, reaper, wake_r))
 
 
-def serve_one(data):
-    """The one-shot mode, for providers whose transport is one command per call (no stdin).
+def _reply_text(reply, out):
+    """A reply frame, base64-encoded between markers (text-only transports carry it intact)."""
+    frame = json.dumps(dict(reply, size=len(out))).encode("utf-8") + b"\n" + out
+    return ONE_SHOT_BEGIN + "\n" + base64.encodebytes(frame).decode("ascii") + ONE_SHOT_END + "\n"
 
-    ``data`` is one request frame; the reply frame goes to stdout base64-encoded
-    between markers, so a text-only transport carries it intact.
-    """
+
+def _parse_frame(data):
     line, _, rest = data.partition(b"\n")
     req = json.loads(line.decode("utf-8"))
+    return req, rest[: int(req.get("size", 0))]
+
+
+def serve_one(data):
+    """The one-shot mode, for providers whose transport is one command per call (no stdin):
+    ``data`` is one request frame; the reply goes to stdout (see `_reply_text`)."""
+    req, payload = _parse_frame(data)
     reaper, wake_r = _prepare()
-    reply, out = _safe_handle(req, rest[: int(req.get("size", 0))], reaper, wake_r)
-    frame = json.dumps(dict(reply, size=len(out))).encode("utf-8") + b"\n" + out
-    sys.stdout.write(ONE_SHOT_BEGIN + "\n" + base64.encodebytes(frame).decode("ascii") + ONE_SHOT_END + "\n")
+    sys.stdout.write(_reply_text(*_safe_handle(req, payload, reaper, wake_r)))
     sys.stdout.flush()
     return 0
+
+
+def _read_all(fd):
+    chunks = []
+    while True:
+        chunk = os.read(fd, _READ_CHUNK * 4)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _write_reply(path, text):
+    """Into the client's reply FIFO, if the client is still there to read it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # no reader: the client gave up
+        return
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        view = memoryview(text.encode("ascii"))
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:  # the client died while reading
+        pass
+    finally:
+        os.close(fd)
+
+
+def _exit_when_replaced(path, inode):
+    """Watchdog: the daemon goes when its FIFO is removed or replaced (no orphan blocked in open())."""
+    while True:
+        time.sleep(1.0)
+        try:
+            if os.stat(path).st_ino != inode:
+                os._exit(0)
+        except OSError:
+            os._exit(0)
+
+
+def serve_fifo(directory):
+    """The daemon mode for one-shot transports: no Python start per call.
+
+    Each client writes its pid, a newline and one request frame into the FIFO
+    ``directory/req`` (one client at a time) and reads the reply from its own fd 3,
+    which the daemon reaches as ``/proc/PID/fd/3``. ``directory/pid`` tells clients we live.
+    """
+    import threading
+
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o700)
+    requests = os.path.join(directory, "req")
+    if os.path.exists(requests):
+        os.unlink(requests)
+    os.mkfifo(requests, 0o600)
+    watchdog = threading.Thread(target=_exit_when_replaced, args=(requests, os.stat(requests).st_ino))
+    watchdog.daemon = True
+    watchdog.start()
+    reaper, wake_r = _prepare()
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    with open(os.path.join(directory, "pid"), "w") as handle_:
+        handle_.write("%d\n" % os.getpid())
+    while True:
+        fd = os.open(requests, os.O_RDONLY)  # waits for the next client
+        try:
+            data = _read_all(fd)
+        finally:
+            os.close(fd)
+        client, _, frame = data.partition(b"\n")
+        try:
+            req, payload = _parse_frame(frame)
+            reply_to = "/proc/%d/fd/3" % int(client)
+        except ValueError:
+            continue
+        if req.get("op") == "exit":
+            return 0
+        _write_reply(reply_to, _reply_text(*_safe_handle(req, payload, reaper, wake_r)))
 
 
 def main(argv):
@@ -383,6 +466,8 @@ def main(argv):
             return serve_one(data)
         elif flag == "--inline":  # a small frame, base64 in argv
             return serve_one(base64.b64decode(args.pop(0)))
+        elif flag == "--serve-fifo":
+            return serve_fifo(args.pop(0))
     return serve(ttl)
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from swe_gym.errors import ConfigError, ImageNotFoundError, ProviderUnavailableError
+from swe_gym.errors import ConfigError, ImageNotFoundError, ProviderUnavailableError, SandboxDiedError
 from swe_gym.sandbox import DEFAULT_RUN_ID, Sandbox, SandboxSpec, get_provider
 from swe_gym.sandbox.loop import run_sync
 from tests.conftest import PROVIDERS, TEST_IMAGE, make_sandbox, require
@@ -85,3 +85,21 @@ def test_an_unreadable_settings_file_is_a_clear_error(monkeypatch: pytest.Monkey
     monkeypatch.setenv("SWE_GYM_OPENSANDBOX_ENV_FILE", "/nonexistent/opensandbox.env")
     with pytest.raises(ConfigError, match="cannot read SWE_GYM_OPENSANDBOX_ENV_FILE=/nonexistent"):
         get_provider("opensandbox")
+
+
+def test_the_runner_daemon_is_restarted_and_never_runs_a_command_twice() -> None:
+    """Steps go to a runner daemon in the sandbox; losing it never re-sends a command."""
+    with make_sandbox("opensandbox") as box:
+        channel = box.aio.backend.channel
+        assert channel._daemon  # started at create
+        # Its FIFO wiped by the command it runs: that reply still arrives; the daemon then goes, the next
+        # call finds none before sending, runs a one-shot runner instead, and the daemon is back after.
+        assert box.exec("rm -rf /tmp/.swe_gym-requests; echo wiped", timeout=10).output == "wiped\n"
+        time.sleep(2.5)  # its watchdog notices the FIFO is gone
+        assert box.exec("echo 2 >> counter; cat counter").output == "2\n"
+        assert box.exec("pgrep -fc 'serve-[f]ifo'").output == "1\n"
+        # Killed by the very command it runs: that step is lost (the sandbox reported dead), not repeated.
+        with pytest.raises(SandboxDiedError):
+            box.exec("echo once >> log; pkill -f 'serve-[f]ifo'", timeout=10)
+        assert box.exec("cat log").output == "once\n"
+        assert channel._daemon

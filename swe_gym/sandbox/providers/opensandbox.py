@@ -2,11 +2,13 @@
 
 The server's execd runs one command per HTTP call and has no stdin, so the
 runner cannot stay attached as it does on the other providers. Instead its
-source rides in the sandbox's environment and each call runs it once
-(`OneShotChannel`): the request goes in the command line (or an uploaded file
-when large), and the runner gives the same exec semantics as everywhere else
-(merged output in order, stdin at EOF, process-group kill on timeout, output
-cap, exit code 124 on timeout). Files are uploaded through the SDK's file API.
+source rides in the sandbox's environment and runs as a daemon started at
+create, reached per call by a small shell client through FIFOs (`OneShotChannel`;
+if the daemon is gone, the call runs the runner once instead). The request goes
+in the command line (or an uploaded file when large), and the runner gives the
+same exec semantics as everywhere else (merged output in order, stdin at EOF,
+process-group kill on timeout, output cap, exit code 124 on timeout). Files are
+uploaded through the SDK's file API.
 
 Every sandbox carries our labels as metadata and the spec's TTL as its server
 timeout, so the server removes it even if this process dies; ``swe-gym cleanup``
@@ -144,6 +146,12 @@ class _SDKTransport:
             raise _died(self.sandbox_id, exc) from exc
         return "".join(message.text for message in execution.logs.stdout)
 
+    async def start(self, command: str) -> None:
+        try:
+            await self.remote.commands.run(command, opts=RunCommandOpts(background=True))
+        except SandboxException as exc:
+            raise _died(self.sandbox_id, exc) from exc
+
 
 class OpenSandboxSandbox(RunnerSandbox):
     provider_name = "opensandbox"
@@ -152,7 +160,8 @@ class OpenSandboxSandbox(RunnerSandbox):
         super().__init__(remote.id, spec, spec.workdir)
         self.remote = remote
         runner = f"{python} -c {shlex.quote(RUNNER_BOOTSTRAP)}"
-        self._attach(OneShotChannel(_SDKTransport(remote.id, remote), runner, REQUEST_DIR))
+        self.channel = OneShotChannel(_SDKTransport(remote.id, remote), runner, REQUEST_DIR)
+        self._attach(self.channel)
 
     async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
         if self._closed:
@@ -274,6 +283,8 @@ class OpenSandboxProvider:
             await self._wait_ready(sandbox.remote)
         except SandboxException as exc:
             raise SandboxError(f"opensandbox sandbox {sandbox.id} never became ready: {exc}") from exc
+        if not await sandbox.channel.start_daemon():
+            log.warning("opensandbox sandbox %s: runner daemon did not start; one Python start per call", sandbox.id)
         # `_boot` pings the runner next (which proves python3 works), then writes the spec's files.
         workdir = await sandbox.exec(f"mkdir -p {shlex.quote(sandbox.spec.workdir)}", cwd="/", timeout=30)
         if not workdir.ok:

@@ -1,0 +1,321 @@
+"""The NeMo RL environment on real sandboxes (bundled tasks, `local` provider), real torch tensors, a real Ray actor."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swe_gym.errors import ConfigError
+from swe_gym.integrations import nemo_rl
+from swe_gym.integrations.nemo_rl import (
+    ActionFormatError,
+    EnvironmentInterface,
+    EnvironmentReturn,
+    SWEGymEnvironment,
+    build_prompt,
+    parse_action,
+)
+from swe_gym.sandbox import DEFAULT_RUN_ID
+from swe_gym.tasks import load_tasks
+from tests.conftest import IN_CI, kill_from_outside, leftover_sandboxes, provider_setup
+
+if IN_CI:  # CI installs the nemo_rl extra: a missing torch there is a failure, not a skip
+    import torch
+else:
+    torch = pytest.importorskip("torch", reason="the NeMo RL env returns torch tensors (pip install torch)")
+
+TASKS = load_tasks("bundled")
+
+
+def make_env(**overrides: Any) -> SWEGymEnvironment:
+    config, _ = provider_setup("local")
+    cfg: dict[str, Any] = {"provider": config, "max_steps": 10, "grade_on_truncation": False}
+    cfg.update(overrides)
+    return SWEGymEnvironment(cfg)
+
+
+@pytest.fixture
+def env() -> Iterator[SWEGymEnvironment]:
+    environment = make_env()
+    yield environment
+    environment.shutdown()
+    assert not leftover_sandboxes()["local"]
+
+
+def bash(command: str) -> str:
+    return f"THOUGHT: let me act.\n\n```bash\n{command}\n```\n"
+
+
+def gold_action(index: int) -> str:
+    return bash(f"git apply <<'EOF_GOLD'\n{TASKS[index].patch}\nEOF_GOLD")
+
+
+class Conversation:
+    """One NeMo RL sample: its message log (as ``step`` gets it) and its ``extra_env_info``."""
+
+    def __init__(self, instance_id: str) -> None:
+        self.log: list[dict[str, str]] = [{"role": "user", "content": build_prompt(TASKS_BY_ID[instance_id])}]
+        self.meta: dict[str, Any] | None = {"instance_id": instance_id}
+
+    def say(self, content: str) -> list[dict[str, str]]:
+        self.log.append({"role": "assistant", "content": content})
+        return list(self.log)
+
+    def hear(self, out: EnvironmentReturn, i: int) -> None:
+        """What NeMo RL's rollout does: append the observation; keep the metadata only while it continues."""
+        self.log.append(out.observations[i])
+        if not bool(out.terminateds[i]) and out.metadata[i] is not None:
+            self.meta = out.metadata[i]
+
+
+TASKS_BY_ID = {task.instance_id: task for task in TASKS}
+
+
+def turn(environment: SWEGymEnvironment, convs: list[Conversation], replies: list[str]) -> EnvironmentReturn:
+    out = environment.step([c.say(r) for c, r in zip(convs, replies, strict=True)], [c.meta for c in convs])
+    for i, conv in enumerate(convs):
+        conv.hear(out, i)
+    return out
+
+
+def nemo_batch(convs: list[Conversation]) -> dict[str, Any]:
+    """The finished rollout batch NeMo RL hands to ``global_post_process_and_metrics``."""
+    return {
+        "message_log": [c.log for c in convs],
+        "extra_env_info": [c.meta for c in convs],
+        "loss_multiplier": torch.ones(len(convs)),
+    }
+
+
+# -- types ----------------------------------------------------------------------------------
+
+
+def test_types_are_structurally_nemo_rls() -> None:
+    # NVIDIA-NeMo/RL nemo_rl/environments/interfaces.py (commit 7ea279ab), lines 26-51:
+    #   class EnvironmentReturn(NamedTuple, Generic[MetadataT]):
+    #       observations, metadata, next_stop_strings, rewards, terminateds, answers
+    assert EnvironmentReturn._fields == (
+        "observations",
+        "metadata",
+        "next_stop_strings",
+        "rewards",
+        "terminateds",
+        "answers",
+    )
+    # Same file, lines 54-90: an abc.ABC with two abstract methods and these parameters.
+    assert inspect.isabstract(EnvironmentInterface)
+    assert EnvironmentInterface.__abstractmethods__ == frozenset({"step", "global_post_process_and_metrics"})
+    assert list(inspect.signature(EnvironmentInterface.step).parameters) == ["self", "message_log_batch", "metadata"]
+    assert list(inspect.signature(EnvironmentInterface.global_post_process_and_metrics).parameters) == [
+        "self",
+        "batch",
+    ]
+    assert issubclass(SWEGymEnvironment, EnvironmentInterface) and not inspect.isabstract(SWEGymEnvironment)
+    assert list(inspect.signature(SWEGymEnvironment.step).parameters) == ["self", "message_log_batch", "metadata"]
+    assert callable(SWEGymEnvironment.shutdown)  # grpo.py calls environment.shutdown.remote()
+    if not nemo_rl.NEMO_RL_AVAILABLE:
+        assert EnvironmentReturn.__module__ == "swe_gym.integrations.nemo_rl"
+
+
+def test_parse_action() -> None:
+    assert parse_action(bash("ls -la")) == "ls -la"
+    assert parse_action("```sh\necho 1\necho 2\n```") == "echo 1\necho 2"
+    assert parse_action("see\n```python\nprint(1)\n```\n```bash\nls\n```") == "ls"  # non-shell blocks ignored
+    assert parse_action("<bash>cat x</bash>", action_format="tag") == "cat x"
+    assert parse_action("<cmd>pwd</cmd>", action_format="tag", tag="cmd") == "pwd"
+    for bad in ("no command at all", bash("ls") + bash("pwd"), "```bash\n\n```"):
+        with pytest.raises(ActionFormatError):
+            parse_action(bad)
+
+
+# -- episodes ---------------------------------------------------------------------------------
+
+
+def test_batch_runs_concurrently_gold_resolves_format_error_continues(env: SWEGymEnvironment) -> None:
+    convs = [Conversation(TASKS[i].instance_id) for i in range(3)]
+    started = time.perf_counter()
+    out = turn(env, convs, [bash("sleep 1; echo one"), bash("sleep 1; echo two"), bash("sleep 1; echo three")])
+    elapsed = time.perf_counter() - started
+    assert [o["content"] for o in out.observations] == ["one\n", "two\n", "three\n"]
+    assert elapsed < 2.8, f"three 1 s commands took {elapsed:.1f}s: the batch did not run concurrently"
+    assert isinstance(out, EnvironmentReturn)
+    assert out.rewards.dtype == torch.float32 and out.rewards.shape == (3,) and not out.rewards.any()
+    assert out.terminateds.dtype == torch.bool and not out.terminateds.any()
+    assert out.answers == [None, None, None] and out.next_stop_strings == [None, None, None]
+    ids = [m["episode_id"] for m in out.metadata]
+    assert len(set(ids)) == 3 and all(m["step"] == 1 and m["masked"] is False for m in out.metadata)
+    assert sorted(env.live_episodes) == sorted(ids)
+
+    out = turn(env, convs, [gold_action(0), bash("echo untouched > /dev/null"), "I think I should look around."])
+    assert all(o["role"] == "environment" for o in out.observations)
+    assert not out.terminateds.any()
+    assert "format error" in out.observations[2]["content"] and out.metadata[2]["format_error"] is True
+    assert out.metadata[2]["episode_id"] == ids[2]
+
+    out = turn(env, convs, [bash("submit"), bash("submit"), bash("echo still here")])
+    assert out.rewards.tolist() == [1.0, 0.0, 0.0]
+    assert out.terminateds.tolist() == [True, True, False]
+    assert out.metadata[0]["resolved"] is True and out.metadata[0]["masked"] is False
+    assert out.metadata[1]["resolved"] is False
+    assert "diff --git" in out.answers[0] and out.answers[2] is None
+    assert "RESOLVED" in out.observations[0]["content"]
+    assert out.next_stop_strings[2] is None and env.live_episodes == [ids[2]]
+
+    # The rollout ends here (e.g. max_rollout_turns): NeMo RL never tells the env about episode 2.
+    batch, metrics = env.global_post_process_and_metrics(nemo_batch(convs))
+    assert batch["mask_sample"].tolist() == [False, False, False]
+    assert batch["loss_multiplier"].tolist() == [1.0, 1.0, 1.0]
+    assert metrics["swe_gym/num_episodes"] == 3 and metrics["swe_gym/unmatched_samples"] == 0
+    assert metrics["swe_gym/resolved_rate"] == pytest.approx(1 / 3)
+    assert metrics["swe_gym/masked_rate"] == 0.0 and metrics["swe_gym/abandoned_episodes"] == 1
+    assert metrics["swe_gym/mean_steps"] == pytest.approx(3.0)
+    assert env.live_episodes == [] and not leftover_sandboxes()["local"]
+
+
+def test_unknown_or_finished_metadata_is_masked_never_raised(env: SWEGymEnvironment) -> None:
+    done = Conversation(TASKS[0].instance_id)
+    out = turn(env, [done], [bash("true")])
+    turn(env, [done], [bash("submit")])
+    finished_meta = out.metadata[0]
+    cases: list[tuple[Any, str]] = [
+        ({"instance_id": "no-such-task"}, "unknown instance_id"),
+        (None, "metadata must be a dict"),
+        ({"instance_id": TASKS[1].instance_id, "episode_id": "e-gone", "step": 4}, "unknown episode e-gone"),
+        (finished_meta, "already ended"),
+        ({"instance_id": TASKS[1].instance_id, "episode_id": 7}, "episode_id must be a string"),
+    ]
+    logs = [[{"role": "assistant", "content": bash(f"echo {i}")}] for i in range(len(cases))]
+    out = env.step(logs, [meta for meta, _ in cases])
+    assert out.terminateds.all() and not out.rewards.any()
+    for (_, reason), meta, obs in zip(cases, out.metadata, out.observations, strict=True):
+        assert meta["masked"] is True and reason in meta["masked_reason"], meta
+        assert "masked" in obs["content"]
+    assert env.live_episodes == [] and not leftover_sandboxes()["local"]
+
+    # The same episode twice in one batch: the first runs, the repeat is masked.
+    fresh = {"instance_id": TASKS[1].instance_id, "episode_id": "mine-1"}  # a caller-chosen id, step 0
+    out = env.step([[{"role": "assistant", "content": bash("echo hi")}]] * 2, [fresh, fresh])
+    assert out.observations[0]["content"] == "hi\n" and out.metadata[0]["episode_id"] == "mine-1"
+    assert out.terminateds.tolist() == [False, True] and "more than once" in out.metadata[1]["masked_reason"]
+
+    # Masked samples reach NeMo RL's loss mask through post-processing.
+    batch = {
+        "message_log": [[*log, {"role": "environment", "content": "(the observation)"}] for log in logs],
+        "extra_env_info": [meta for meta, _ in cases],
+        "loss_multiplier": torch.ones(len(cases)),
+    }
+    batch, metrics = env.global_post_process_and_metrics(batch)
+    assert batch["mask_sample"].all() and not batch["loss_multiplier"].any()
+    assert metrics["swe_gym/masked_rate"] == 1.0
+
+
+def test_last_message_must_be_the_assistants(env: SWEGymEnvironment) -> None:
+    out = env.step([[{"role": "user", "content": bash("ls")}]], [{"instance_id": TASKS[0].instance_id}])
+    assert not out.terminateds[0] and "not the assistant's" in out.observations[0]["content"]
+    with pytest.raises(ValueError, match="one of each per sample"):
+        env.step([[{"role": "assistant", "content": bash("ls")}]], [])
+
+
+def test_dead_sandbox_masks_the_sample_and_post_processing_masks_its_loss(env: SWEGymEnvironment) -> None:
+    convs = [Conversation(TASKS[0].instance_id), Conversation(TASKS[1].instance_id)]
+    out = turn(env, convs, [bash("true"), bash("true")])
+    kill_from_outside(env._live[out.metadata[0]["episode_id"]].episode.sandbox)
+    out = turn(env, convs, [bash("ls"), bash("echo fine")])
+    assert out.terminateds.tolist() == [True, False] and out.rewards.tolist() == [0.0, 0.0]
+    assert out.metadata[0]["masked"] is True and "sandbox died" in out.metadata[0]["masked_reason"]
+    assert out.observations[1]["content"] == "fine\n"
+    batch, metrics = env.global_post_process_and_metrics(nemo_batch(convs))
+    assert batch["mask_sample"].tolist() == [True, False]
+    assert batch["loss_multiplier"].tolist() == [0.0, 1.0]
+    assert metrics["swe_gym/abandoned_episodes"] == 1 and env.live_episodes == []
+
+
+def test_format_errors_count_toward_max_steps() -> None:
+    environment = make_env(max_steps=2)
+    try:
+        conv = Conversation(TASKS[0].instance_id)
+        out = turn(environment, [conv], ["no command"])
+        assert not out.terminateds[0] and out.metadata[0]["format_error"] is True
+        out = turn(environment, [conv], ["still no command"])
+        assert out.terminateds[0] and out.metadata[0]["truncated"] is True and out.metadata[0]["masked"] is False
+        assert environment.live_episodes == [] and not leftover_sandboxes()["local"]
+    finally:
+        environment.shutdown()
+
+
+def test_tag_format_and_stop_strings() -> None:
+    environment = make_env(action_format="tag", observation_role="user")
+    try:
+        conv = Conversation(TASKS[0].instance_id)
+        out = turn(environment, [conv], ["<bash>echo tagged</bash>"])
+        assert out.observations == [{"role": "user", "content": "tagged\n"}]
+        assert out.next_stop_strings == [["</bash>"]]
+        assert "<bash>" in build_prompt(TASKS[0], environment.config)
+    finally:
+        environment.shutdown()
+    assert not leftover_sandboxes()["local"]
+    with pytest.raises(RuntimeError, match="shut down"):
+        environment.step([conv.say(bash("ls"))], [conv.meta])
+
+
+def test_config_errors_are_clear() -> None:
+    with pytest.raises(ConfigError, match="max_steps"):
+        SWEGymEnvironment({"max_steps": 0})
+    with pytest.raises(ConfigError, match="action_format"):
+        SWEGymEnvironment({"action_format": "json"})
+
+
+def test_register_with_nemo_rl() -> None:
+    if not nemo_rl.NEMO_RL_AVAILABLE:
+        with pytest.raises(ConfigError, match="empty placeholder"):
+            nemo_rl.register_with_nemo_rl()
+        return
+    from nemo_rl.distributed.ray_actor_environment_registry import ACTOR_ENVIRONMENT_REGISTRY
+    from nemo_rl.environments.utils import ENV_REGISTRY
+
+    assert nemo_rl.register_with_nemo_rl("swe_gym_test") == "swe_gym_test"
+    assert ENV_REGISTRY["swe_gym_test"]["actor_class_fqn"] == nemo_rl.ACTOR_CLASS_FQN
+    assert nemo_rl.ACTOR_CLASS_FQN in ACTOR_ENVIRONMENT_REGISTRY
+
+
+# -- as a Ray actor -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[Any]:
+    if IN_CI:
+        import ray
+    else:
+        ray = pytest.importorskip("ray", reason="the Ray actor test needs ray (pip install 'swe_gym[ray]')")
+    # address="local": a cluster of our own, never one another process on this machine started
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_as_a_ray_actor(ray_cluster: Any) -> None:
+    ray = ray_cluster
+    actor_class = nemo_rl.SWEGymEnvironmentActor
+    assert actor_class is nemo_rl.SWEGymEnvironmentActor  # made once
+    config, _ = provider_setup("local")
+    # As NeMo RL's create_env does: actor_class.options(runtime_env=...).remote(env_config)
+    actor = actor_class.options(runtime_env={"env_vars": {"SWE_GYM_RUN_ID": DEFAULT_RUN_ID}}).remote(
+        {"provider": config, "max_steps": 5}
+    )
+    try:
+        conv = Conversation(TASKS[0].instance_id)
+        for reply in (gold_action(0), bash("submit")):
+            out = ray.get(actor.step.remote([conv.say(reply)], [conv.meta]), timeout=240)
+            conv.hear(out, 0)
+        assert isinstance(out.rewards, torch.Tensor) and out.rewards.tolist() == [1.0]
+        assert out.terminateds.tolist() == [True] and out.metadata[0]["resolved"] is True
+        batch, metrics = ray.get(actor.global_post_process_and_metrics.remote(nemo_batch([conv])), timeout=60)
+        assert metrics["swe_gym/resolved_rate"] == 1.0 and batch["mask_sample"].tolist() == [False]
+        ray.get(actor.shutdown.remote(), timeout=10)  # grpo.py gives shutdown 10 s
+    finally:
+        ray.kill(actor)
+    assert not leftover_sandboxes()["local"]
