@@ -101,6 +101,10 @@ class Episode:
             return await self._finish(output, info, terminated=False)
         return self._observe(output), 0.0, False, False, info
 
+    async def truncate(self, output: str, info: dict[str, Any]) -> StepResult:
+        """End the episode now (a caller's own turn limit): graded like a step limit, ``output`` shown."""
+        return await self._finish(output, info, terminated=False)
+
     async def close(self) -> None:
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None:

@@ -483,7 +483,7 @@ class SWEGymEnvironment(EnvironmentInterface):
             if live.turns < cfg.max_steps:
                 return self._continuing(live, to_observation(text, cfg.max_observation_chars), format_error=True)
             info: dict[str, Any] = {"step": episode.steps}
-            observation, reward, terminated, truncated, info = await episode._finish(text, info, terminated=False)
+            observation, reward, terminated, truncated, info = await episode.truncate(text, info)
             return self._ended_turn(
                 live, message_log, observation, reward, info, truncated=truncated, format_error=True
             )
@@ -492,9 +492,7 @@ class SWEGymEnvironment(EnvironmentInterface):
             result = await episode.step(command)
             observation, reward, terminated, truncated, info = result
             if not (terminated or truncated):
-                observation, reward, terminated, truncated, info = await episode._finish(
-                    observation, info, terminated=False
-                )
+                observation, reward, terminated, truncated, info = await episode.truncate(observation, info)
         else:
             observation, reward, terminated, truncated, info = await episode.step(command)
         if terminated or truncated:
