@@ -35,3 +35,7 @@ class TaskError(ConfigError):
 
 class GradingError(SWEGymError):
     """Grading could not run for an infrastructure reason (never a wrong patch)."""
+
+
+class PolicyError(SWEGymError):
+    """A policy could not choose an action (e.g. its model endpoint is down, too slow, or answers garbage)."""

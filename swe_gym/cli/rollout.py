@@ -74,7 +74,33 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="episode i is reset with seed+i (default: 0)")
     p.add_argument("--out", default="runs/trajectories.jsonl", help="JSONL file the trajectories are appended to")
     add_instance_ids(p, "only these tasks (repeatable)")
+    llm = p.add_argument_group("--policy llm (an OpenAI-compatible chat endpoint; key from OPENAI_API_KEY)")
+    llm.add_argument(
+        "--llm-base-url", default=None, help="e.g. http://127.0.0.1:18791/v1 (default: $SWE_GYM_LLM_BASE_URL)"
+    )
+    llm.add_argument("--llm-model", default=None, help="model id (default: $SWE_GYM_LLM_MODEL)")
+    llm.add_argument("--llm-temperature", type=float, default=0.0, help="(default: 0)")
+    llm.add_argument("--llm-max-tokens", type=int, default=512, help="completion tokens per reply (default: 512)")
+    llm.add_argument("--llm-context-chars", type=int, default=24000, help="history sent per request (default: 24000)")
+    llm.add_argument("--llm-timeout", type=float, default=120.0, help="seconds per model request (default: 120)")
+    llm.add_argument("--llm-max-retries", type=int, default=3, help="retries of a failed request (default: 3)")
     p.set_defaults(func=run)
+
+
+def llm_config(args: argparse.Namespace) -> dict[str, Any]:
+    """`LLMConfig` fields from the ``--llm-*`` flags; endpoint and model fall back to the environment."""
+    config: dict[str, Any] = {
+        "temperature": args.llm_temperature,
+        "max_tokens": args.llm_max_tokens,
+        "context_budget_chars": args.llm_context_chars,
+        "request_timeout_s": args.llm_timeout,
+        "max_retries": args.llm_max_retries,
+    }
+    if args.llm_base_url:
+        config["base_url"] = args.llm_base_url
+    if args.llm_model:
+        config["model"] = args.llm_model
+    return config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,9 +120,11 @@ def run(args: argparse.Namespace) -> int:
     )
     env = TrajectoryRecorder(env, args.out)
     results: list[dict[str, Any]] = []
+    policy = None
     try:
         tasks = env.unwrapped.tasks
-        policy = make_policy(args.policy, tasks=tasks, seed=args.seed)
+        policy = make_policy(args.policy, tasks=tasks, seed=args.seed, llm=llm_config(args))
+        env.policy_stats = getattr(policy, "episode_stats", None)
         total = args.episodes if args.episodes is not None else len(tasks)
         for i in range(total):
             options = {"task_id": tasks[i].instance_id} if args.episodes is None else None
@@ -108,9 +136,10 @@ def run(args: argparse.Namespace) -> int:
             result = _episode(env, policy, observation, info)
             results.append(result)
             outcome = "masked" if result["masked"] else "resolved" if result["resolved"] else "unresolved"
+            tokens = f", {result['tokens']} tokens" if "tokens" in result else ""
             STATUS.show(
                 f"episode {i + 1}/{total}  resolved {resolved + result['resolved']}/{i + 1}  "
-                f"{info['instance_id']}: {outcome} in {result['steps']} steps",
+                f"{info['instance_id']}: {outcome} in {result['steps']} steps{tokens}",
                 persist=True,
             )
     except KeyboardInterrupt:
@@ -121,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         STATUS.finish()
         env.close()
+        if policy is not None and hasattr(policy, "close"):
+            policy.close()
     _summary(results, wall_s=time.perf_counter() - started, out=args.out)
     return 0
 
@@ -132,13 +163,17 @@ def _episode(env: gym.Env, policy: Any, observation: str, info: dict[str, Any]) 
         observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
         steps += 1
         if terminated or truncated:
-            return {
+            result = {
                 "resolved": bool(info.get("resolved")),
                 "masked": bool(info.get("masked")),
                 "steps": steps,
                 "reset_s": reset_s,
                 "grade_s": float(info.get("grade_s") or 0.0),
             }
+            if hasattr(policy, "episode_stats"):  # a model-backed policy: its tokens and time
+                stats = policy.episode_stats()
+                result.update(tokens=stats["total_tokens"], model_s=stats["latency_total_s"])
+            return result
 
 
 def _summary(results: list[dict[str, Any]], *, wall_s: float, out: str) -> None:
@@ -155,9 +190,9 @@ def _summary(results: list[dict[str, Any]], *, wall_s: float, out: str) -> None:
         ("mean steps", f"{mean('steps'):.1f}"),
         ("mean reset s", f"{mean('reset_s'):.2f}"),
         ("mean grade s", f"{mean('grade_s'):.2f}"),
-        ("wall time s", f"{wall_s:.1f}"),
-        ("trajectories", out),
-        ("run id", DEFAULT_RUN_ID),
     ]
+    if results and all("tokens" in r for r in results):
+        rows += [("mean tokens", f"{mean('tokens'):.0f}"), ("mean model s", f"{mean('model_s'):.2f}")]
+    rows += [("wall time s", f"{wall_s:.1f}"), ("trajectories", out), ("run id", DEFAULT_RUN_ID)]
     for name, value in rows:
         print(f"{name:<13} {value}")

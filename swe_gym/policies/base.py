@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 from swe_gym.errors import ConfigError
 from swe_gym.tasks.model import SWETask
 
-POLICY_NAMES = ("random", "oracle")
+POLICY_NAMES = ("random", "oracle", "llm")
 
 
 @runtime_checkable
@@ -24,8 +24,15 @@ class Policy(Protocol):
         ...
 
 
-def make_policy(name: str, *, tasks: Sequence[SWETask] | None = None, seed: int | None = None) -> Policy:
-    """A policy by name: ``"random"`` (uses ``seed``) or ``"oracle"`` (needs ``tasks``)."""
+def make_policy(
+    name: str,
+    *,
+    tasks: Sequence[SWETask] | None = None,
+    seed: int | None = None,
+    llm: Any = None,
+) -> Policy:
+    """A policy by name: ``"random"`` (uses ``seed``), ``"oracle"`` (needs ``tasks``) or ``"llm"``
+    (``llm``: an `LLMConfig` or a dict of its fields; endpoint and model default to the environment)."""
     if name == "random":
         from swe_gym.policies.random_policy import RandomPolicy
 
@@ -36,4 +43,8 @@ def make_policy(name: str, *, tasks: Sequence[SWETask] | None = None, seed: int 
         if tasks is None:
             raise ConfigError("the oracle policy needs the task list (it applies each task's gold patch)")
         return OraclePolicy(tasks)
+    if name == "llm":
+        from swe_gym.policies.llm import LLMPolicy
+
+        return LLMPolicy(llm)
     raise ConfigError(f"unknown policy {name!r}; choose one of: {', '.join(POLICY_NAMES)}")

@@ -18,13 +18,26 @@ DEFAULT_RUN_ID = os.environ.get("SWE_GYM_RUN_ID") or uuid.uuid4().hex[:12]
 def sandbox_labels(extra: dict[str, str], ttl_s: float) -> dict[str, str]:
     now = time.time()
     labels = {MANAGED: "true", RUN_ID: DEFAULT_RUN_ID, CREATED_AT: f"{now:.0f}", EXPIRES_AT: f"{now + ttl_s:.0f}"}
-    labels.update({k if "." in k else f"swe_gym.{k}": str(v) for k, v in extra.items()})
+    labels.update({label_key(k): str(v) for k, v in extra.items()})
     return labels
 
 
-def matches(labels: dict[str, str], *, run_id: str | None, older_than_s: float | None) -> bool:
-    """Whether a sandbox with these labels is selected by a cleanup filter."""
+def label_key(key: str) -> str:
+    """Our labels live under ``swe_gym.``: ``task_id`` -> ``swe_gym.task_id``; dotted keys stay."""
+    return key if "." in key else f"swe_gym.{key}"
+
+
+def matches(
+    labels: dict[str, str],
+    *,
+    run_id: str | None,
+    older_than_s: float | None,
+    extra: dict[str, str] | None = None,
+) -> bool:
+    """Whether a sandbox with these labels is selected by a cleanup filter (``extra``: labels it must carry)."""
     if labels.get(MANAGED) != "true":
+        return False
+    if any(labels.get(label_key(k)) != str(v) for k, v in (extra or {}).items()):
         return False
     if run_id is not None and labels.get(RUN_ID) != run_id:
         return False

@@ -47,6 +47,12 @@ class SandboxProvider(Protocol):
 
     async def create(self, spec: SandboxSpec) -> SandboxBackend: ...
 
-    async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
-        """Remove sandboxes this library created (by label); return their ids."""
+    async def cleanup(
+        self,
+        *,
+        run_id: str | None = None,
+        older_than_s: float | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> list[str]:
+        """Remove sandboxes this library created, selected by run, age and ``labels`` they carry; return their ids."""
         ...

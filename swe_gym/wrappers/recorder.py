@@ -3,18 +3,24 @@
 Each line holds the episode's actions, observations (the reset observation
 first, then one per step, each capped), rewards, per-step infos and the terminal
 grading info. An episode left unfinished (``close()`` or ``reset()`` before its
-end, e.g. after Ctrl-C) is still written, with ``"unfinished": true``.
+end, e.g. after Ctrl-C) is still written, with ``"unfinished": true``. With a
+``policy_stats`` callback (e.g. `LLMPolicy.episode_stats`), what it returns when
+the episode ends is stored under ``"policy"`` (model calls, tokens, latencies).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+
+log = logging.getLogger(__name__)
 
 STEP_INFO_KEYS = ("exit_code", "timed_out", "output_truncated", "duration_s")
 TERMINAL_INFO_KEYS = ("resolved", "masked", "masked_reason", "patch", "report", "reset_s", "grade_s")
@@ -27,12 +33,22 @@ class TrajectoryRecorder(gym.Wrapper):
         env: the environment (usually ``gym.make("swe_gym/SWE-v0", ...)``).
         path: the ``.jsonl`` file; parent directories are created.
         max_observation_chars: each recorded observation is cut to this many characters.
+        policy_stats: called when an episode is written; its dict is the record's ``"policy"``
+            (None without it). May also be set later as the ``policy_stats`` attribute.
     """
 
-    def __init__(self, env: gym.Env, path: str | Path, *, max_observation_chars: int = 4000) -> None:
+    def __init__(
+        self,
+        env: gym.Env,
+        path: str | Path,
+        *,
+        max_observation_chars: int = 4000,
+        policy_stats: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(env)
         self.path = Path(path)
         self.max_observation_chars = max_observation_chars
+        self.policy_stats = policy_stats
         self._episode: dict[str, Any] | None = None
         self._started = 0.0
 
@@ -89,12 +105,22 @@ class TrajectoryRecorder(gym.Wrapper):
             return
         record = episode | {key: None for key in TERMINAL_INFO_KEYS if key not in episode}
         record["wall_s"] = round(time.perf_counter() - self._started, 3)
+        record["policy"] = self._policy_stats()
         if unfinished:
             record["unfinished"] = True
         line = json.dumps(record, default=str)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")
+
+    def _policy_stats(self) -> dict[str, Any] | None:
+        if self.policy_stats is None:
+            return None
+        try:
+            return dict(self.policy_stats())
+        except Exception as exc:  # the trajectory matters more than the stats
+            log.warning("policy_stats failed, recording the episode without them: %s", exc)
+            return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def read_trajectories(path: str | Path) -> list[dict[str, Any]]:

@@ -116,23 +116,10 @@ class SWEVectorEnv(VectorEnv):
     def step(
         self, actions: Sequence[str]
     ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        actions = list(actions)
-        if len(actions) != self.num_envs:
-            raise ConfigError(f"expected {self.num_envs} actions, got {len(actions)}")
-        if self.autoreset_mode is AutoresetMode.DISABLED and self._needs_reset.any():
-            ended = np.flatnonzero(self._needs_reset).tolist()
-            raise RuntimeError(f"sub-envs {ended} have ended: reset them with reset(options={{'reset_mask': mask}})")
-        commands = [_as_text(a) for a in actions]
+        commands = check_actions(self, actions)
         restarting = self._needs_reset.copy() if self.autoreset_mode is AutoresetMode.NEXT_STEP else None
         outcomes = self._run(self._step_all(commands, restarting))
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        terminations = np.zeros(self.num_envs, dtype=bool)
-        truncations = np.zeros(self.num_envs, dtype=bool)
-        infos: dict[str, Any] = {}
-        for i, (observation, reward, terminated, truncated, info) in enumerate(outcomes):
-            self._observations[i] = observation
-            rewards[i], terminations[i], truncations[i] = reward, terminated, truncated
-            infos = self._add_info(infos, info, i)
+        rewards, terminations, truncations, infos = batch_outcomes(self, outcomes)
         self._needs_reset = terminations | truncations
         if self.autoreset_mode is AutoresetMode.SAME_STEP and self._needs_reset.any():
             ended = [int(i) for i in np.flatnonzero(self._needs_reset)]
@@ -240,3 +227,27 @@ def _wait_all(futures: list[Future[None]]) -> None:
         except SandboxError as exc:
             log.warning("could not close a sandbox: %s", exc)
     futures.clear()
+
+
+def check_actions(env: Any, actions: Sequence[str]) -> list[str]:
+    """The batch's actions as commands, after the checks every swe_gym vector env makes."""
+    actions = list(actions)
+    if len(actions) != env.num_envs:
+        raise ConfigError(f"expected {env.num_envs} actions, got {len(actions)}")
+    if env.autoreset_mode is AutoresetMode.DISABLED and env._needs_reset.any():
+        ended = np.flatnonzero(env._needs_reset).tolist()
+        raise RuntimeError(f"sub-envs {ended} have ended: reset them with reset(options={{'reset_mask': mask}})")
+    return [_as_text(a) for a in actions]
+
+
+def batch_outcomes(env: Any, outcomes: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """Per-sub-env step results as Gymnasium's batched rewards, flags and infos (observations kept on ``env``)."""
+    rewards = np.zeros(env.num_envs, dtype=np.float64)
+    terminations = np.zeros(env.num_envs, dtype=bool)
+    truncations = np.zeros(env.num_envs, dtype=bool)
+    infos: dict[str, Any] = {}
+    for i, (observation, reward, terminated, truncated, info) in enumerate(outcomes):
+        env._observations[i] = observation
+        rewards[i], terminations[i], truncations[i] = reward, terminated, truncated
+        infos = env._add_info(infos, info, i)
+    return rewards, terminations, truncations, infos

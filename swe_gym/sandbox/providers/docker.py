@@ -254,13 +254,19 @@ class DockerProvider:
         with contextlib.suppress(docker.errors.APIError):
             await offload(self.api.remove_container, container_id, force=True)
 
-    async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
-        return await asyncio.to_thread(self._cleanup, run_id, older_than_s)
+    async def cleanup(
+        self,
+        *,
+        run_id: str | None = None,
+        older_than_s: float | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> list[str]:
+        return await asyncio.to_thread(self._cleanup, run_id, older_than_s, labels)
 
-    def _cleanup(self, run_id: str | None, older_than_s: float | None) -> list[str]:
+    def _cleanup(self, run_id: str | None, older_than_s: float | None, labels: dict[str, str] | None) -> list[str]:
         removed = []
         for info in self.api.containers(all=True, filters={"label": f"{lbl.MANAGED}=true"}):
-            if not lbl.matches(info.get("Labels") or {}, run_id=run_id, older_than_s=older_than_s):
+            if not lbl.matches(info.get("Labels") or {}, run_id=run_id, older_than_s=older_than_s, extra=labels):
                 continue
             try:
                 self.api.remove_container(info["Id"], force=True)

@@ -144,9 +144,15 @@ class LocalProvider:
         await sandbox._boot(sandbox._start(argv, env, work))
         return sandbox
 
-    async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
+    async def cleanup(
+        self,
+        *,
+        run_id: str | None = None,
+        older_than_s: float | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> list[str]:
         return await asyncio.to_thread(
-            cleanup_homes, self.config.root, GROUP_PREFIX, run_id=run_id, older_than_s=older_than_s
+            cleanup_homes, self.config.root, GROUP_PREFIX, run_id=run_id, older_than_s=older_than_s, labels=labels
         )
 
 

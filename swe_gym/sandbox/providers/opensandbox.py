@@ -20,12 +20,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
 import shlex
 import time
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,6 +35,7 @@ from swe_gym.sandbox.channel import REPLY_GRACE_S, OneShotChannel
 from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.loop import guarded
 from swe_gym.sandbox.spec import SandboxSpec
+from swe_gym.settings import setting
 
 try:
     from opensandbox import Sandbox as SDKSandbox
@@ -64,22 +63,8 @@ REQUEST_DIR = "/tmp/.swe_gym-requests"
 _LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
-def settings_file() -> dict[str, str]:
-    """``KEY=VALUE`` lines of the file named by ``SWE_GYM_OPENSANDBOX_ENV_FILE`` (e.g. a mounted secret)."""
-    path = os.environ.get(ENV_PREFIX + "ENV_FILE")
-    if not path:
-        return {}
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {ENV_PREFIX}ENV_FILE={path}: {exc}") from exc
-    pairs = (line.strip().partition("=") for line in lines)
-    return {key.strip(): value.strip() for key, sep, value in pairs if sep and not key.startswith("#")}
-
-
 def _env(name: str, default: str | None = None) -> str | None:
-    """A setting from the environment, else from the settings file, else ``default``."""
-    return os.environ.get(ENV_PREFIX + name) or settings_file().get(ENV_PREFIX + name) or default
+    return setting(ENV_PREFIX, name, default)
 
 
 class OpenSandboxProviderConfig(BaseModel):
@@ -301,8 +286,15 @@ class OpenSandboxProvider:
         await sandbox._boot(asyncio.sleep(0))
         return sandbox
 
-    async def cleanup(self, *, run_id: str | None = None, older_than_s: float | None = None) -> list[str]:
-        wanted = {lbl.MANAGED: "true", **({lbl.RUN_ID: _label_safe({"r": run_id})["r"]} if run_id else {})}
+    async def cleanup(
+        self,
+        *,
+        run_id: str | None = None,
+        older_than_s: float | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> list[str]:
+        wanted = {lbl.MANAGED: "true", **({lbl.RUN_ID: run_id} if run_id else {})}
+        wanted = _label_safe({**wanted, **{lbl.label_key(k): v for k, v in (labels or {}).items()}})
         try:
             manager = await SandboxManager.create(self.connection())
         except SandboxException as exc:

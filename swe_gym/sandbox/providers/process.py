@@ -129,14 +129,21 @@ def remove_home(home: Path, cgroup: Cgroup | None) -> None:
         shutil.rmtree(home, **callback)
 
 
-def _kill_runner(pid: int, start_time: str | None) -> None:
+def kill_runner(pid: int, start_time: str | None) -> None:
     """Kill a leftover runner, making sure the pid was not reused by someone else."""
     if start_time is not None and _start_time(pid) == start_time:
         with contextlib.suppress(OSError):
             os.kill(pid, 9)
 
 
-def cleanup_homes(root: Path, group_prefix: str, *, run_id: str | None, older_than_s: float | None) -> list[str]:
+def cleanup_homes(
+    root: Path,
+    group_prefix: str,
+    *,
+    run_id: str | None,
+    older_than_s: float | None,
+    labels: dict[str, str] | None = None,
+) -> list[str]:
     """Remove the sandboxes under ``root`` selected by the filter: runner, cgroup, home. Blocking.
 
     A provider names its sandboxes' cgroups ``group_prefix + id``; empty ones whose home is gone go too.
@@ -147,10 +154,10 @@ def cleanup_homes(root: Path, group_prefix: str, *, run_id: str | None, older_th
             meta = json.loads((home / "meta.json").read_text())
         except (OSError, ValueError):
             continue
-        if not lbl.matches(meta.get("labels", {}), run_id=run_id, older_than_s=older_than_s):
+        if not lbl.matches(meta.get("labels", {}), run_id=run_id, older_than_s=older_than_s, extra=labels):
             continue
         if meta.get("runner_pid"):
-            _kill_runner(int(meta["runner_pid"]), meta.get("runner_start"))
+            kill_runner(int(meta["runner_pid"]), meta.get("runner_start"))
         groups = cgroup_dirs_for(f"{group_prefix}{meta.get('id')}")
         remove_home(home, Cgroup(groups) if groups else None)
         removed.append(str(meta.get("id")))
