@@ -155,7 +155,11 @@ def test_ctrl_c_closes_the_sandboxes_of_gradings_in_flight(tmp_path: Path) -> No
     command = [sys.executable, "-m", "swe_gym.cli.main", "evaluate", "--dataset", "bundled", "--gold"]
     command += ["--workers", "2", "--run-dir", str(tmp_path), "--run-id", run_id]
     env = {**os.environ, "SWE_GYM_RUN_ID": run_id}
-    with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as process:
+    # A job started in the background by a non-interactive shell (as CI may be) inherits SIGINT
+    # ignored, and Python then never turns it into KeyboardInterrupt: give the child the default.
+    reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    pipes = {"stderr": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
+    with subprocess.Popen(command, env=env, preexec_fn=reset, **pipes) as process:
         assert process.stderr is not None
         for line in process.stderr:  # the first result: the others are being graded now
             if line.startswith("[1/"):

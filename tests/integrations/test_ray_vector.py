@@ -5,6 +5,7 @@ from __future__ import annotations
 import _thread
 import json
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -175,7 +176,16 @@ def test_a_hung_actor_times_out_masked_instead_of_hanging_the_rollout(cluster: C
     assert_nothing_left(actors)
 
 
-def test_ctrl_c_during_a_step_closes_everything(cluster: Cluster) -> None:
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """Started in the background by a non-interactive shell (as CI may be), we inherit SIGINT ignored,
+    and interrupt_main() then does nothing: give it Python's default handler for the test."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_during_a_step_closes_everything(cluster: Cluster, sigint_raises: None) -> None:
     env = make(2, step_timeout=60, max_steps=10)
     actors = env.actors
     env.reset(seed=0)
