@@ -176,8 +176,11 @@ class OneShotChannel:
                 f"  echo {NO_DAEMON}; exit 0",
                 "fi",
                 f"mkfifo -m 600 {reply} && exec 3<>{reply} && rm -f {reply} || {{ echo {NO_DAEMON}; exit 0; }}",
+                # The reader starts first: the command may delete the very programs it would need later.
+                f"timeout {int(timeout) + 5} sed '/^{ONE_SHOT_END}$/q' <&3 &",
+                "reader=$!",
                 f"{{ echo $$; {send}; }} > {d}/req",
-                f"timeout {int(timeout) + 5} sed '/^{ONE_SHOT_END}$/q' <&3",
+                'wait "$reader"',
             ]
         )
         return await self._transport.run(script, timeout + 10)
