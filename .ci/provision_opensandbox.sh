@@ -25,6 +25,8 @@ EXECD_IMAGE=swe-gym-opensandbox-execd-standin:test
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 log() { echo "[provision_opensandbox] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # wait_until_up
 
 # 0 when the server on $PORT accepts the key recorded in $ENV_FILE.
 server_answers() {
@@ -132,16 +134,5 @@ HOME=$STATE_DIR setsid nohup "$VENV/bin/opensandbox-server" --config "$CONFIG" \
   >>"$LOG" 2>&1 </dev/null &
 echo $! >"$PID_FILE"
 echo "$IMAGE_ID" >"$STATE_DIR/execd_image_id"
-started=$SECONDS
-deadline=$((SECONDS + 60))
-while [ "$SECONDS" -lt "$deadline" ]; do
-  if server_answers; then
-    log "opensandbox-server is up after $((SECONDS - started))s (env: $ENV_FILE)"
-    exit 0
-  fi
-  kill -0 "$(cat "$PID_FILE")" 2>/dev/null || break
-  sleep 0.3
-done
-tail -n 30 "$LOG" >&2
-if kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then why="no answer within 60 s"; else why="the server exited"; fi
-die "opensandbox-server did not come up: $why (log: $LOG)"
+wait_until_up opensandbox-server 60 "$PID_FILE" "$LOG" server_answers
+log "env: $ENV_FILE"

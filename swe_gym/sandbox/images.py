@@ -44,6 +44,11 @@ class ImageRewriter(BaseModel):
     def from_env(cls) -> ImageRewriter:
         return cls.parse(os.environ.get(ENV_VAR, ""))
 
+    @classmethod
+    def for_provider(cls, text: str) -> ImageRewriter:
+        """A provider's own rules (its ``image_rewrite`` option) first, then the environment's."""
+        return cls(rules=cls.parse(text).rules + cls.from_env().rules)
+
     def rewrite(self, image: str) -> str:
         for rule in self.rules:
             if image.startswith(rule.prefix):

@@ -76,8 +76,7 @@ class ApptainerProvider:
 
     def __init__(self, **options: object) -> None:
         self.config = ApptainerProviderConfig(**options)
-        rules = ImageRewriter.parse(self.config.image_rewrite).rules + ImageRewriter.from_env().rules
-        self.rewriter = ImageRewriter(rules=rules)
+        self.rewriter = ImageRewriter.for_provider(self.config.image_rewrite)
         self.max_concurrent_creates = self.config.max_concurrent_creates
         self._sifs: SifCache | None = None
 

@@ -162,8 +162,7 @@ class DockerProvider:
 
     def __init__(self, **options: Any) -> None:
         self.config = DockerProviderConfig(**options)
-        rules = ImageRewriter.parse(self.config.image_rewrite).rules + ImageRewriter.from_env().rules
-        self.rewriter = ImageRewriter(rules=rules)
+        self.rewriter = ImageRewriter.for_provider(self.config.image_rewrite)
         self._api: Any = None
         self.max_concurrent_creates = self.config.max_concurrent_creates
 

@@ -179,8 +179,7 @@ class OpenSandboxProvider:
 
     def __init__(self, **options: Any) -> None:
         self.config = OpenSandboxProviderConfig(**options)
-        rules = ImageRewriter.parse(self.config.image_rewrite).rules + ImageRewriter.from_env().rules
-        self.rewriter = ImageRewriter(rules=rules)
+        self.rewriter = ImageRewriter.for_provider(self.config.image_rewrite)
         self.max_concurrent_creates = self.config.max_concurrent_creates
 
     def connection(self) -> ConnectionConfig:
