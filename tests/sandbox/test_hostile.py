@@ -40,7 +40,9 @@ def test_kill_all_processes(isolated_provider: str) -> None:
 def test_fork_bomb_is_contained_by_the_pids_limit(isolated_provider: str) -> None:
     with make_sandbox(isolated_provider) as box:
         result = box.exec(":(){ :|:& };:", timeout=5)
-        assert result.duration_s < 5 + 1.0
+        # The step ends soon after its timeout. OpenSandbox's limit is the server's (4096 processes,
+        # not ours), and reaping that many on a busy 2-core machine has taken up to ~9 s.
+        assert result.duration_s < 5 + (15.0 if isolated_provider == "opensandbox" else 1.0)
         assert box.exec("echo recovered", timeout=30).output == "recovered\n"
 
 
