@@ -17,7 +17,6 @@ with an open stdin.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import shlex
@@ -31,7 +30,7 @@ from swe_gym.errors import ImageNotFoundError, SandboxError
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
 from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.providers.cgroups import Cgroup
-from swe_gym.sandbox.providers.process import ProcessSandbox, cleanup_homes, new_home
+from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home
 from swe_gym.sandbox.providers.sif import SifCache, apptainer_binary, needs_no_privs
 from swe_gym.sandbox.spec import SandboxSpec
 
@@ -69,10 +68,11 @@ class ApptainerSandbox(ProcessSandbox):
     provider_name = "apptainer"
 
 
-class ApptainerProvider:
+class ApptainerProvider(HomeProvider):
     """Apptainer containers on this host; see the module docstring."""
 
     name = "apptainer"
+    group_prefix = GROUP_PREFIX
 
     def __init__(self, **options: object) -> None:
         self.config = ApptainerProviderConfig(**options)
@@ -123,17 +123,6 @@ class ApptainerProvider:
         made = await sandbox.exec(f"mkdir -p {shlex.quote(sandbox.workdir)}", cwd="/", timeout=60)
         if not made.ok:
             raise SandboxError(f"apptainer sandbox {sandbox.id}: cannot create {sandbox.workdir}: {made.output}")
-
-    async def cleanup(
-        self,
-        *,
-        run_id: str | None = None,
-        older_than_s: float | None = None,
-        labels: dict[str, str] | None = None,
-    ) -> list[str]:
-        return await asyncio.to_thread(
-            cleanup_homes, self.config.root, GROUP_PREFIX, run_id=run_id, older_than_s=older_than_s, labels=labels
-        )
 
 
 __all__ = ["ApptainerProvider", "ApptainerProviderConfig", "ApptainerSandbox"]

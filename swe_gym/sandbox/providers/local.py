@@ -10,7 +10,6 @@ bwrap the runner is a plain process tree: a convenience, not a security boundary
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import shutil
@@ -26,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from swe_gym.errors import ConfigError, ProviderUnavailableError
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
 from swe_gym.sandbox.providers.cgroups import Cgroup
-from swe_gym.sandbox.providers.process import ProcessSandbox, cleanup_homes, new_home
+from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home
 from swe_gym.sandbox.spec import SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -94,10 +93,11 @@ class LocalSandbox(ProcessSandbox):
     isolated = False
 
 
-class LocalProvider:
+class LocalProvider(HomeProvider):
     """Sandboxes as local process trees; see the module docstring."""
 
     name = "local"
+    group_prefix = GROUP_PREFIX
 
     def __init__(self, **options: object) -> None:
         self.config = LocalProviderConfig(**options)
@@ -143,17 +143,6 @@ class LocalProvider:
         sandbox.isolated = isolated
         await sandbox._boot(sandbox._start(argv, env, work))
         return sandbox
-
-    async def cleanup(
-        self,
-        *,
-        run_id: str | None = None,
-        older_than_s: float | None = None,
-        labels: dict[str, str] | None = None,
-    ) -> list[str]:
-        return await asyncio.to_thread(
-            cleanup_homes, self.config.root, GROUP_PREFIX, run_id=run_id, older_than_s=older_than_s, labels=labels
-        )
 
 
 __all__ = ["LocalProvider", "LocalProviderConfig", "LocalSandbox", "bwrap_works"]

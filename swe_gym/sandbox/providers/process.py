@@ -18,6 +18,7 @@ import shutil
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RunnerSandbox
@@ -166,3 +167,21 @@ def cleanup_homes(
         if name.startswith(group_prefix) and not (root / name.removeprefix(group_prefix)).exists() and not group.pids():
             group.remove()
     return removed
+
+
+class HomeProvider:
+    """Cleanup for providers whose sandboxes are homes under ``config.root`` with cgroups ``group_prefix + id``."""
+
+    group_prefix: str
+    config: Any
+
+    async def cleanup(
+        self,
+        *,
+        run_id: str | None = None,
+        older_than_s: float | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> list[str]:
+        return await asyncio.to_thread(
+            cleanup_homes, self.config.root, self.group_prefix, run_id=run_id, older_than_s=older_than_s, labels=labels
+        )
