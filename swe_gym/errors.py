@@ -26,7 +26,20 @@ class ImageNotFoundError(SandboxError):
 
 
 class SandboxDiedError(SandboxError):
-    """The sandbox stopped answering (killed from outside, crashed, or expired)."""
+    """The sandbox stopped answering (killed from outside, crashed, or expired).
+
+    ``during_call`` tells who may have caused it: True when a request went to a runner
+    believed alive and no valid reply came (the command then running may have killed it:
+    an OOM, a fork bomb, ``kill -9 -1``), False when the sandbox was already known dead
+    before the request (an earlier call or a status ping failed, the transport said it was gone).
+    """
+
+    def __init__(self, *args: object, during_call: bool = False) -> None:
+        super().__init__(*args)
+        self.during_call = during_call
+
+    def __reduce__(self):  # keep ``during_call`` across pickling (process pools, Ray)
+        return (type(self), self.args, {"during_call": self.during_call})
 
 
 class TaskError(ConfigError):
@@ -39,3 +52,14 @@ class GradingError(SWEGymError):
 
 class PolicyError(SWEGymError):
     """A policy could not choose an action (e.g. its model endpoint is down, too slow, or answers garbage)."""
+
+
+class ChannelTamperedError(SandboxDiedError):
+    """A reply on the channel to the sandbox's runner was not the runner's (forged, corrupted or out of order).
+
+    Only code inside the sandbox can cause it, so it is the sandbox's verdict, never an infrastructure mask:
+    ``during_call`` is always True.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args, during_call=True)

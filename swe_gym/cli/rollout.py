@@ -15,6 +15,7 @@ from swe_gym.envs.registration import ENV_ID, register_envs
 from swe_gym.errors import ConfigError
 from swe_gym.policies import POLICY_NAMES, make_policy
 from swe_gym.sandbox.labels import DEFAULT_RUN_ID
+from swe_gym.sandbox.registry import get_provider
 from swe_gym.wrappers import TrajectoryRecorder
 
 
@@ -68,6 +69,11 @@ def add_parser(commands: Any) -> None:
     )
     p.add_argument("--image", default=None, help="image for tasks that name none (container providers)")
     p.add_argument("--policy", default="random", choices=POLICY_NAMES, help="(default: random)")
+    p.add_argument(
+        "--allow-unisolated",
+        action="store_true",
+        help="let a policy other than oracle run on local sandboxes without bubblewrap (it can touch the host)",
+    )
     p.add_argument("--episodes", type=int, default=None, help="episodes on random tasks (default: one per task)")
     p.add_argument("--max-steps", type=int, default=30, help="actions per episode (default: 30)")
     p.add_argument("--step-timeout", type=float, default=60.0, help="seconds per action (default: 60)")
@@ -107,6 +113,12 @@ def run(args: argparse.Namespace) -> int:
     """Run the episodes; print a summary to stdout. Ctrl-C closes the env and returns 130."""
     if args.episodes is not None and args.episodes < 1:
         raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")
+    if args.provider == "local" and args.policy != "oracle" and not args.allow_unisolated:
+        if not get_provider("local").isolated:
+            raise ConfigError(
+                f"refusing to run policy {args.policy!r} on unisolated local sandboxes (bubblewrap is not "
+                "available): install bubblewrap, use --provider docker, or pass --allow-unisolated"
+            )
     register_envs()
     started = time.perf_counter()
     env = gym.make(

@@ -21,9 +21,9 @@ from swe_gym.grading import GradeReport, extract_patch, grade, snapshot
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec, get_provider
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import offload
-from swe_gym.sandbox.pool import SandboxPool
+from swe_gym.sandbox.pool import SandboxPool, spec_key
 from swe_gym.sandbox.protocol import SandboxProvider
-from swe_gym.tasks import SWETask, provision, repo_archive, task_spec
+from swe_gym.tasks import SWETask, agent_spec, provision, repo_archive
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
@@ -85,6 +85,10 @@ class Episode:
             result = await self.sandbox.exec(command, timeout=self.settings.step_timeout)
         except SandboxDiedError as exc:
             info.update(exit_code=-1, timed_out=False, output_truncated=False, duration_s=0.0)
+            if getattr(exc, "during_call", False):  # the agent's own command broke it: a verdict, not a mask
+                return await self._finish(
+                    "", info, terminated=True, broken=f"the agent's command broke its sandbox: {exc}"
+                )
             return await self.end_masked(f"sandbox died: {exc}", info)
         info.update(
             exit_code=result.exit_code,
@@ -122,19 +126,28 @@ class Episode:
         self.last_observation = to_observation(text, self.settings.max_observation_chars)
         return self.last_observation
 
-    async def _finish(self, output: str, info: dict[str, Any], *, terminated: bool) -> StepResult:
+    async def _finish(
+        self, output: str, info: dict[str, Any], *, terminated: bool, broken: str | None = None
+    ) -> StepResult:
+        """Read the patch, free the sandbox, grade. ``broken``: the agent broke its sandbox; what can
+        still be read is graded, and when nothing can, the episode is unresolved (never masked)."""
         assert self.sandbox is not None
         settings = self.settings
         self.done = True
-        patch, note = "", None
+        patch, note = "", broken
         try:
             patch = await extract_patch(self.sandbox, self._base_tree)
         except SandboxDiedError as exc:
-            return await self.end_masked(f"sandbox died before the patch was read: {exc}", info)
+            if broken is None:
+                return await self.end_masked(f"sandbox died before the patch was read: {exc}", info)
         except GradingError as exc:
             note = str(exc)  # the agent broke its repository: graded as an empty patch
         finally:
             await self.close()
+        if broken is not None and not patch.strip():
+            report = GradeReport(instance_id=self.task.instance_id, empty_patch=True, unresolved_reason=broken)
+            info.update(self._terminal_info(report, "", note), grade_s=0.0)
+            return self._observe(f"{output}\n[swe_gym: {report.summary()}]"), 0.0, True, False, info
         if not terminated and not settings.grade_on_truncation:
             info.update(self._terminal_info(GradeReport(instance_id=self.task.instance_id), patch, note))
             info.update(report=None, grade_s=0.0)
@@ -219,7 +232,14 @@ async def warm_up(settings: EpisodeSettings, tasks: list[SWETask]) -> None:
     """Start the pool and build the tasks' repository archives now, not in the first resets."""
     if settings.pool is None:
         return
-    settings.pool.prefetch(task_spec(task, settings.spec) for task in tasks)
+    # Prepared images are other images: the pool holds what the tasks' resets will start from.
+    specs: dict[str, SandboxSpec] = {}
+    for task in tasks:
+        if len(specs) == settings.pool.max_specs:
+            break
+        spec = await agent_spec(task, settings.spec, settings.provider, settings.scrub_history)
+        specs.setdefault(spec_key(spec), spec)
+    settings.pool.prefetch(specs.values())
     for task in tasks:
         if task.repo_source is not None:
             await offload(repo_archive, task)

@@ -2,7 +2,8 @@
 
 from swe_gym.grading.harness import grade
 from swe_gym.grading.parsers import TestStatus, get_parser, parse_pytest, register_parser
-from swe_gym.grading.patch import apply_patch, extract_patch, is_test_path, patch_paths, snapshot
+from swe_gym.grading.patch import apply_patch, extract_patch, patch_paths, snapshot
+from swe_gym.grading.protect import is_test_path
 from swe_gym.grading.report import GradeReport, TestGroup
 
 __all__ = [

@@ -1,24 +1,35 @@
-"""Grade a patch: fresh sandbox, agent patch, hidden tests, parsed log, verdict.
+"""Grade a patch: fresh sandbox, agent patch, files returned to base, hidden tests, checked log, verdict.
 
-Tasks whose recipe says ``harness="swebench"`` get the official swebench eval
-script, log parser and resolution rule (`swe_gym.grading.official`); the rest
-our own. Either way the agent's patch goes through our apply ladder and test
-files the agent touched are restored first. Infrastructure failures (no
-sandbox, dead sandbox, eval timeout, a test patch that does not apply, a task
-the official harness cannot derive) come back as ``masked`` reports, never as a silent 0.
+Tasks whose recipe says ``harness="swebench"`` get the official swebench eval script, log
+parser and resolution rule (`swe_gym.grading.official`); the rest our own. Either way the
+patch goes through our apply ladder (paths checked first), the files that steer the test
+run go back to base (`protect`, decided from what the apply changed: `changes`), the
+markers carry a nonce and pytest runs get canary tests (`tamper`).
+
+``masked`` means the environment failed, never the agent: only what happens before the
+patch is in the sandbox (no sandbox, a task whose eval cannot be derived) is masked at once.
+Anything odd after that (a timeout, a dead sandbox, the test patch not applying, no test
+output, a canary or log check tripping) may be the patch's doing, so the same eval runs once
+without the patch (the control, cached per task): if it shows the same, the task is at
+fault (masked, or the check is off for that task); if not, the patch is (unresolved, with
+the reason). A forged runner channel or a patch that changed ``.git`` is tampering outright.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
+from dataclasses import dataclass, field
 
-from swe_gym.errors import GradingError, SandboxError, TaskError
-from swe_gym.grading.eval_script import TEST_PATCH_FAILED, build_eval_script, test_section
+from swe_gym.errors import ChannelTamperedError, GradingError, SandboxError, TaskError
+from swe_gym.grading import changes, tamper
+from swe_gym.grading.eval_script import TEST_PATCH_FAILED, build_eval_script, restore_script, test_section
 from swe_gym.grading.parsers import TestStatus, get_parser
-from swe_gym.grading.patch import SCRATCH, apply_patch, is_test_path, patch_paths
+from swe_gym.grading.patch import GIT_ENV, SCRATCH, apply_patch, patch_paths
+from swe_gym.grading.protect import SECTIONED, restore_set, task_test_files
 from swe_gym.grading.report import GradeReport, TestGroup, classify
-from swe_gym.sandbox import SandboxSpec
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.tasks.model import SWETask
@@ -28,6 +39,10 @@ log = logging.getLogger(__name__)
 
 EVAL_OUTPUT_BYTES = 64 << 20
 _LOG_TAIL = 4000
+#: Anomalies that, seen without the patch too, mean the task (or its image) is broken: masked.
+_DEFECTS = {"timeout", "died", "test_patch", "no_tests", "unjudgeable"}
+#: Checks of ours that a task's own harness may trip; seen without the patch too, they are off for it.
+_CHECKS = {"canary", "late_status"}
 
 
 def official_eval_script(task: SWETask) -> str:
@@ -36,20 +51,178 @@ def official_eval_script(task: SWETask) -> str:
     return official.eval_script(task)
 
 
-def judge_log(task: SWETask, log: str) -> tuple[bool, TestGroup, TestGroup, dict[str, TestStatus]]:
-    """The verdict on an eval log: the official parser and rule for swebench tasks, ours otherwise."""
+def judge_section(task: SWETask, section: str) -> tuple[bool, TestGroup, TestGroup, dict[str, TestStatus]]:
+    """The verdict on the test output: the official parser and rule for swebench tasks, ours otherwise."""
+    status = parse_section(task, section)
+    return (*judge_status(task, status), status)
+
+
+def parse_section(task: SWETask, section: str) -> dict[str, TestStatus]:
     if task.eval.harness == "swebench":
         from swe_gym.grading import official
 
-        if test_section(log) is None:  # the tests never ran: unresolved, as the official harness says
-            return False, classify(task.fail_to_pass, {}), classify(task.pass_to_pass, {}), {}
-        status = official.parse_log(task, log)
-        resolved, f2p, p2p = official.judge(task, status)
-        return resolved, f2p, p2p, status
-    section = test_section(log)
-    status = get_parser(task.eval.log_parser or "pytest")(section if section is not None else log)
+        return official.parse_section(task, section)
+    return get_parser(task.eval.log_parser or "pytest")(section)
+
+
+def judge_status(task: SWETask, status: dict[str, TestStatus]) -> tuple[bool, TestGroup, TestGroup]:
+    if task.eval.harness == "swebench":
+        from swe_gym.grading import official
+
+        return official.judge(task, status)
     f2p, p2p = classify(task.fail_to_pass, status), classify(task.pass_to_pass, status)
-    return not f2p.failure and not p2p.failure, f2p, p2p, status
+    return not f2p.failure and not p2p.failure, f2p, p2p
+
+
+def judge_log(task: SWETask, log: str) -> tuple[bool, TestGroup, TestGroup, dict[str, TestStatus]]:
+    """The verdict on an eval log with the plain (unsealed) markers; unresolved when the tests never ran."""
+    section = test_section(log)
+    if section is None:
+        return False, classify(task.fail_to_pass, {}), classify(task.pass_to_pass, {}), {}
+    return judge_section(task, section)
+
+
+@dataclass
+class _Run:
+    """One eval in one fresh sandbox, and everything odd about it."""
+
+    empty: bool
+    applied: bool = False
+    method: str | None = None
+    apply_log: str = ""
+    restored: dict[str, str] = field(default_factory=dict)
+    log: str = ""
+    exit_code: int | None = None
+    status: dict[str, TestStatus] = field(default_factory=dict)
+    canary: str = "not run"
+    infra: str | None = None  # failed before the patch was in: masked
+    tampered: str | None = None  # only code in the sandbox can do this: unresolved outright
+    problems: dict[str, str] = field(default_factory=dict)  # kind -> detail, judged against the control
+
+
+#: (task, script, provider, image) -> the anomaly kinds of its control run (no patch).
+_CONTROLS: dict[tuple[str, str, str, str], set[str]] = {}
+
+
+async def _restore(sandbox: AsyncSandbox, task: SWETask, patch: str, run: _Run) -> None:
+    """Return to base the files the apply changed that steer the test run."""
+    changed = await changes.changed_since_record(sandbox)
+    machinery = sorted(p for p in changed if p == ".git" or p.startswith(".git/"))
+    if machinery:
+        run.tampered = f"applying the patch changed the repository's git directory ({', '.join(machinery[:5])})"
+        return
+    texts: dict[str, tuple[str | None, str | None]] = {}
+    for path, kind in changed.items():
+        if path.rsplit("/", 1)[-1] in SECTIONED:
+            base = await sandbox.exec(f"{GIT_ENV} git show HEAD:./{_quote(path)}", timeout=60)
+            patched = None if kind == "deleted" else (await sandbox.read_file(path)).decode("utf-8", "replace")
+            texts[path] = (base.output if base.exit_code == 0 else None, patched)
+    tests = task_test_files(patch_paths(task.test_patch), [*task.fail_to_pass, *task.pass_to_pass])
+    run.restored = restore_set(changed, tests, texts.__getitem__)
+    if run.restored:
+        result = await sandbox.exec(restore_script(sorted(run.restored)), timeout=300)
+        if result.exit_code != 0:
+            raise GradingError(f"could not restore the test files: {result.output[-500:]}")
+
+
+def _quote(path: str) -> str:
+    return "'" + path.replace("'", "'\\''") + "'"
+
+
+async def _eval(
+    task: SWETask, patch: str, script: str | None, provider: ProviderLike, spec: SandboxSpec, pool: SandboxPool | None
+) -> _Run:
+    run = _Run(empty=not patch.strip())
+    try:
+        sandbox = await provision(task, provider, spec, pool)
+    except SandboxError as exc:
+        run.infra = f"grading sandbox could not start: {exc}"
+        return run
+    try:
+        try:
+            if not run.empty:
+                await changes.record(sandbox)
+                run.method, run.apply_log = await apply_patch(sandbox, patch)
+                if run.method is None:
+                    return run
+                run.applied = True
+                await _restore(sandbox, task, patch, run)
+                if run.tampered:
+                    return run
+            nonce = tamper.new_nonce()
+            sealed, _ = tamper.seal_markers(build_eval_script(task, script), nonce)
+            sealed, canary = tamper.add_canary(sealed, nonce)
+            if canary is not None:
+                await sandbox.write_file(canary.path, canary.source)
+            if task.test_patch.strip():
+                await sandbox.write_file(f"{SCRATCH}/test.patch", task.test_patch.encode("utf-8", "surrogateescape"))
+            await sandbox.write_file(f"{SCRATCH}/eval.sh", sealed, mode=0o755)
+        except (SandboxError, GradingError) as exc:
+            run.infra = f"grading sandbox failed before the tests ran: {exc}"
+            return run
+        try:
+            result = await sandbox.exec(
+                f"bash {SCRATCH}/eval.sh", timeout=task.eval.timeout_s, max_output_bytes=EVAL_OUTPUT_BYTES
+            )
+        except ChannelTamperedError as exc:
+            run.tampered = f"the sandbox's runner channel was forged during the tests: {exc}"
+            return run
+        except SandboxError as exc:
+            run.problems["died"] = f"the grading sandbox died during the tests: {exc}"
+            return run
+    finally:
+        await sandbox.close()
+    run.log, run.exit_code = result.output, result.exit_code
+    _inspect(task, run, nonce, canary, timed_out=result.timed_out)
+    return run
+
+
+def _inspect(task: SWETask, run: _Run, nonce: str, canary: tamper.Canary | None, *, timed_out: bool) -> None:
+    """Fill ``run.status`` and ``run.problems`` from the log."""
+    if timed_out:
+        run.problems["timeout"] = f"the tests timed out after {task.eval.timeout_s:.0f}s"
+    if f"{TEST_PATCH_FAILED} {nonce}" in run.log:
+        run.problems["test_patch"] = "the task's test patch did not apply"
+        return
+    section, wrong = tamper.section(run.log, nonce)
+    if wrong:
+        run.tampered = wrong
+        return
+    if section is None:
+        run.problems.setdefault("no_tests", "the tests never started (no test output markers)")
+        return
+    try:
+        status = parse_section(task, section)
+    except (TaskError, GradingError) as exc:
+        run.problems["unjudgeable"] = f"the test log could not be judged: {exc}"
+        return
+    late = tamper.late_status_lines(section)
+    if late:
+        run.problems["late_status"] = late
+    if canary is None:
+        run.canary = "not applicable (not a single pytest command)"
+    else:
+        wrong = canary.verdict(status)
+        run.canary = wrong or "passed"
+        if wrong:
+            run.problems["canary"] = wrong
+        status = canary.strip(status)
+    run.status = status
+
+
+async def _control_kinds(
+    task: SWETask, script: str | None, provider: ProviderLike, spec: SandboxSpec, pool: SandboxPool | None
+) -> set[str] | str:
+    """The anomaly kinds the eval shows without any patch (cached), or why it could not run."""
+    name = provider if isinstance(provider, str) else getattr(provider, "name", type(provider).__name__)
+    digest = hashlib.sha256((script or task.eval.eval_script or task.eval.test_cmd or "").encode()).hexdigest()
+    key = (task.instance_id, digest, str(name), spec.image or task.image or "")
+    if key not in _CONTROLS:
+        control = await _eval(task, "", script, provider, spec, pool)
+        if control.infra:
+            return control.infra
+        _CONTROLS[key] = set(control.problems) | ({"tampered"} if control.tampered else set())
+    return _CONTROLS[key]
 
 
 def _masked(task: SWETask, reason: str, started: float, **fields: object) -> GradeReport:
@@ -73,59 +246,69 @@ async def grade(
 ) -> GradeReport:
     """Grade ``patch`` (a git diff against the task's base) in a fresh sandbox (never used, if from ``pool``)."""
     started = time.perf_counter()
+    spec = spec or SandboxSpec()
     try:
         script = official_eval_script(task) if task.eval.harness == "swebench" else None
     except (TaskError, GradingError) as exc:
         return _masked(task, f"no eval script for this task: {exc}", started)
-    try:
-        sandbox = await provision(task, provider, spec or SandboxSpec(), pool)
-    except SandboxError as exc:
-        return _masked(task, f"grading sandbox could not start: {exc}", started)
-    empty = not patch.strip()
-    restore = sorted({p for p in patch_paths(patch) if is_test_path(p)} | set(patch_paths(task.test_patch)))
-    try:
-        method, apply_log = (None, "") if empty else await apply_patch(sandbox, patch)
-        if not empty and method is None:
-            return GradeReport(
-                instance_id=task.instance_id,
-                empty_patch=False,
-                patch_applied=False,
-                duration_s=time.perf_counter() - started,
-                log_tail=apply_log[-_LOG_TAIL:],
-            )
-        if task.test_patch.strip():
-            await sandbox.write_file(f"{SCRATCH}/test.patch", task.test_patch.encode("utf-8", "surrogateescape"))
-        await sandbox.write_file(f"{SCRATCH}/eval.sh", build_eval_script(task, restore, script), mode=0o755)
-        result = await sandbox.exec(
-            f"bash {SCRATCH}/eval.sh", timeout=task.eval.timeout_s, max_output_bytes=EVAL_OUTPUT_BYTES
-        )
-    except SandboxError as exc:
-        return _masked(task, f"grading sandbox failed: {exc}", started)
-    finally:
-        await sandbox.close()
-    common = {
-        "empty_patch": empty,
-        "patch_applied": not empty,
-        "apply_method": method,
-        "restored_test_files": restore,
-        "eval_exit_code": result.exit_code,
-        "log_tail": result.output[-_LOG_TAIL:],
-        "eval_log": result.output,
+    run = await _eval(task, patch, script, provider, spec, pool)
+    if run.infra:
+        return _masked(task, run.infra, started)
+    common: dict[str, object] = {
+        "empty_patch": run.empty,
+        "patch_applied": run.applied,
+        "apply_method": run.method,
+        "restored_test_files": sorted(run.restored),
+        "restore_reasons": run.restored,
+        "eval_exit_code": run.exit_code,
+        "log_tail": (run.log or run.apply_log)[-_LOG_TAIL:],
+        "eval_log": run.log,
+        "canary": run.canary,
     }
-    if result.timed_out:
-        return _masked(task, f"eval timed out after {task.eval.timeout_s:.0f}s", started, **common)
-    if TEST_PATCH_FAILED in result.output:
-        return _masked(task, "the task's test patch did not apply (task defect)", started, **common)
-    try:
-        resolved, f2p, p2p, status = judge_log(task, result.output)
-    except (TaskError, GradingError) as exc:
-        return _masked(task, f"the test log could not be judged: {exc}", started, **common)
+    if not run.empty and not run.applied:
+        return GradeReport(instance_id=task.instance_id, duration_s=time.perf_counter() - started, **common)  # type: ignore[arg-type]
+    if run.tampered:
+        log.warning("grading of %s: tampering detected: %s", task.instance_id, run.tampered)
+        return _unresolved(task, started, f"tampering detected: {run.tampered}", tampering=True, **common)
+    if run.problems:
+        control = (set(run.problems) | ({"tampered"} if run.tampered else set())) if run.empty else None
+        if control is None:
+            found = await _control_kinds(task, script, provider, spec, pool)
+            if isinstance(found, str):
+                return _masked(task, f"an anomaly needed a control run, which failed: {found}", started, **common)
+            control = found
+        common["control_run"] = True
+        defects = [detail for kind, detail in run.problems.items() if kind in _DEFECTS and kind in control]
+        if defects:
+            return _masked(task, f"{defects[0]}, also without the patch (task defect)", started, **common)
+        caused = {kind: detail for kind, detail in run.problems.items() if kind not in control}
+        if caused:
+            tampering = any(kind in _CHECKS for kind in caused)
+            reason = "; ".join(caused.values())
+            return _unresolved(
+                task, started, f"tampering detected: {reason}" if tampering else reason, tampering=tampering, **common
+            )
+        if "canary" in run.problems:
+            common["canary"] = f"off for this task (its harness fails it without any patch: {run.canary})"
+    resolved, f2p, p2p = judge_status(task, run.status)
     return GradeReport(
         instance_id=task.instance_id,
         resolved=resolved,
         fail_to_pass=f2p,
         pass_to_pass=p2p,
-        test_status=status,
+        test_status=run.status,
+        duration_s=time.perf_counter() - started,
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def _unresolved(task: SWETask, started: float, reason: str, *, tampering: bool, **common: object) -> GradeReport:
+    return GradeReport(
+        instance_id=task.instance_id,
+        unresolved_reason=reason,
+        tampering=tampering,
+        fail_to_pass=classify(task.fail_to_pass, {}),
+        pass_to_pass=classify(task.pass_to_pass, {}),
         duration_s=time.perf_counter() - started,
         **common,  # type: ignore[arg-type]
     )

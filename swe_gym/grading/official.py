@@ -179,9 +179,21 @@ def parse_log(task: SWETask, log: str) -> dict[str, TestStatus]:
     parser = _parser(task)
     if constants.START_TEST_OUTPUT not in log or constants.END_TEST_OUTPUT not in log:
         return {}
-    spec = _test_spec(task)
     section = log.split(constants.START_TEST_OUTPUT)[1].split(constants.END_TEST_OUTPUT)[0]
-    raw = parser(section, spec) or parser(log, spec)
+    return _statuses(task, parser(section, _test_spec(task)) or parser(log, _test_spec(task)))
+
+
+def parse_section(task: SWETask, section: str) -> dict[str, TestStatus]:
+    """Test statuses from the test output alone (the grader cut it at its sealed markers).
+
+    Unlike `parse_log` there is no fallback to the whole log: our runner captures stdout and
+    stderr through one pipe, in order, so results outside the section were printed by something
+    else (e.g. the patch's code while the package was installed).
+    """
+    return _statuses(task, _parser(task)(section, _test_spec(task)))
+
+
+def _statuses(task: SWETask, raw: dict[str, str]) -> dict[str, TestStatus]:
     try:
         return {test: TestStatus(value) for test, value in raw.items()}
     except ValueError as exc:

@@ -1,9 +1,19 @@
-"""Patches in and out of a sandbox, and which of their paths are tests.
+"""Patches in and out of a sandbox, with git made deaf to the repository's own configuration.
 
 Extraction diffs the working tree against a snapshot taken at reset (a tree
 object written with a private index), so the image's own uncommitted state is
 never part of the agent's patch and the agent's commits, new files and deletions
 all are; ignored files (build output, caches) are not.
+
+The agent controls its repository's ``.git/config``, ``.git/info`` and every
+``.gitattributes``: diff prefixes, external diff and textconv drivers, clean
+filters, fsmonitor and hook commands would all run or shape our output. So
+snapshot and extraction use a private git directory of ours (empty config, no
+system or global config, every attribute unset by our own ``info/attributes``,
+which outranks the work tree's) that borrows the repository's objects.
+
+Applying checks every path a patch names first: nothing may reach ``.git`` or
+leave the repository, whichever tool of the ladder would apply it.
 """
 
 from __future__ import annotations
@@ -16,47 +26,123 @@ from swe_gym.sandbox import AsyncSandbox
 
 #: Scratch space inside the repository's .git: present on every provider, never in a diff.
 SCRATCH = ".git/swe_gym"
+_PRIVATE = f"{SCRATCH}/git"
+
+#: Environment of every git command of ours: no system, global or repository configuration.
+GIT_ENV = (
+    "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null HOME=/nonexistent XDG_CONFIG_HOME=/nonexistent "
+    "GIT_TERMINAL_PROMPT=0 GIT_OPTIONAL_LOCKS=0"
+)
+_PRIVATE_GIT = (
+    f'export {GIT_ENV} GIT_DIR="$PWD/{_PRIVATE}" GIT_WORK_TREE="$PWD" GIT_INDEX_FILE="$PWD/{_PRIVATE}/index" '
+    f'GIT_OBJECT_DIRECTORY="$PWD/{_PRIVATE}/objects" GIT_ALTERNATE_OBJECT_DIRECTORIES="$PWD/.git/objects"; '
+    "unset GIT_COMMON_DIR GIT_NAMESPACE GIT_CEILING_DIRECTORIES GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT; "
+)
+#: Unset (``!``) every attribute that changes content or diffs, for every path; info/attributes wins.
+_NEUTRAL_ATTRIBUTES = "* !text !eol !crlf !filter !diff !merge !ident !working-tree-encoding !binary\n"
 
 _SNAPSHOT = (
-    'set -e; mkdir -p {scratch}; idx={scratch}/index; rm -f "$idx"; '
-    'if [ -f .git/index ]; then cp .git/index "$idx"; fi; '
-    'GIT_INDEX_FILE="$idx" git add -A >/dev/null 2>&1; GIT_INDEX_FILE="$idx" git write-tree; rm -f "$idx"'
+    "set -e; "
+    # Everything but the objects (the base tree's) is made anew: a planted commondir, config or
+    # alternates file would otherwise steer our git.
+    f'p="$PWD/{_PRIVATE}"; mkdir -p "$p"; [ ! -L "$p/objects" ] || rm -f "$p/objects"; '
+    'find "$p" -mindepth 1 -maxdepth 1 ! -name objects -exec rm -rf {} +; rm -rf "$p/objects/info"; '
+    'mkdir -p "$p/objects" "$p/refs" "$p/info"; '
+    'echo \'ref: refs/heads/swe-gym\' > "$p/HEAD"; : > "$p/config"; '
+    f"printf '%s' {shlex.quote(_NEUTRAL_ATTRIBUTES)} > \"$p/info/attributes\"; "
+    + _PRIVATE_GIT
+    # The repository's index spares re-hashing unchanged files; one git cannot read is dropped.
+    + 'if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; '
+    'git ls-files --stage >/dev/null 2>&1 || rm -f "$GIT_INDEX_FILE"; fi; '
+    "git add -A >/dev/null 2>&1; git write-tree"
 )
 _DIFF = (
     "set -e; tree=$({snapshot}); "
-    'git -c core.quotepath=off diff --binary --no-color --no-ext-diff --no-renames {base} "$tree" > {out}'
+    + _PRIVATE_GIT
+    + "git -c core.quotepath=off diff --binary --full-index --no-color --no-ext-diff --no-textconv --no-renames "
+    '--src-prefix=a/ --dst-prefix=b/ {base} "$tree" > {out}'
 )
 
-#: Tried in order until one applies the whole patch; nothing partial is kept.
+#: Tried in order until one applies the whole patch; nothing partial is kept. ``patch -u`` reads the
+#: patch as a unified diff only (no ed scripts); paths are checked by `unsafe_path` before any of them.
 APPLY_LADDER: tuple[tuple[str, str], ...] = (
-    ("git apply", "git apply --verbose --binary {patch}"),
-    ("git apply --recount", "git apply --verbose --binary --recount --ignore-whitespace {patch}"),
-    ("patch --fuzz=5", "patch --batch --fuzz=5 -p1 --dry-run -i {patch} && patch --batch --fuzz=5 -p1 -i {patch}"),
+    ("git apply", f"{GIT_ENV} git apply --verbose --binary {{patch}}"),
+    ("git apply --recount", f"{GIT_ENV} git apply --verbose --binary --recount --ignore-whitespace {{patch}}"),
+    (
+        "patch --fuzz=5",
+        "patch --batch -u --fuzz=5 -p1 --no-backup-if-mismatch --dry-run -i {patch} && "
+        "patch --batch -u --fuzz=5 -p1 --no-backup-if-mismatch -i {patch}",
+    ),
 )
 
-_TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs"}
-_TEST_FILE = re.compile(r"(^test_.*|.*_tests?\.\w+$|^conftest\.py$|.*\.(test|spec)\.\w+$)")
-_DIFF_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+)$", re.MULTILINE)
+_DIFF_HEADER = re.compile(r"^diff --git (\"?a/.+?\"?) (\"?b/.+\"?)$", re.MULTILINE)
+#: Header lines from which git apply or GNU patch take a file name (none can be a hunk line).
+_NAME_LINE = re.compile(r"^(?:diff --git (?P<git>.+)|Index: (?P<index>.+)|(?:rename|copy) (?:from|to) (?P<move>.+))$")
+#: A unified file header: ``---``, ``+++``, then the first hunk (inside a hunk, ``-- x`` is a removed line).
+_UNIFIED_HEADER = re.compile(r"^--- ([^\t\n]+).*\n\+\+\+ ([^\t\n]+).*\n@@", re.MULTILINE)
 
 
-def is_test_path(path: str) -> bool:
-    parts = path.split("/")
-    return any(p in _TEST_DIRS for p in parts[:-1]) or bool(_TEST_FILE.match(parts[-1]))
+def _unquote(path: str) -> str:
+    """A git-quoted path (``"a/\\303\\251"``) as text."""
+    if len(path) >= 2 and path[0] == path[-1] == '"':
+        raw = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        return raw.encode("latin-1", "replace").decode("utf-8", "replace")
+    return path
 
 
 def patch_paths(patch: str) -> list[str]:
-    """Every path a git diff touches (old and new side)."""
+    """Every path a git diff's headers name (old and new side), without the ``a/`` ``b/`` prefixes.
+
+    For display only: what a patch changed is decided from what applying it did (`changes`).
+    """
     found: list[str] = []
     for old, new in _DIFF_HEADER.findall(patch):
-        for path in (old, new):
+        for path in (_unquote(old)[2:], _unquote(new)[2:]):
             if path not in found:
                 found.append(path)
     return found
 
 
+def _bad_component(path: str) -> str | None:
+    path = path.strip()
+    if path == "/dev/null" or not path:
+        return None
+    if path.startswith("/"):
+        return "an absolute path"
+    for part in path.split("/"):
+        if part == "..":
+            return "a '..' component"
+        if part.lower().rstrip(". ") == ".git":
+            return "the repository's .git directory"
+    return None
+
+
+def unsafe_path(patch: str) -> str | None:
+    """Why ``patch`` would write outside the work tree or into ``.git``, or None.
+
+    Checks each name as written and with its first component stripped (``-p1``), in every
+    header line either tool reads, so no method of the ladder can be steered there.
+    """
+    names: list[str] = []
+    for line in patch.splitlines():
+        match = _NAME_LINE.match(line)
+        if match:
+            git = match.group("git")
+            names += git.split(" ") if git is not None else [match.group("index") or match.group("move")]
+    names += [name for pair in _UNIFIED_HEADER.findall(patch) for name in pair]
+    for name in names:
+        name = _unquote(name.strip())
+        stripped = name.split("/", 1)[1] if "/" in name else name
+        for candidate in (name, stripped):
+            reason = _bad_component(candidate)
+            if reason:
+                return f"the patch names {name!r}, {reason}"
+    return None
+
+
 async def snapshot(sandbox: AsyncSandbox) -> str:
     """Tree id of the workdir as it is now (tracked and untracked, minus ignored files)."""
-    result = await sandbox.exec(_SNAPSHOT.format(scratch=SCRATCH), timeout=300)
+    result = await sandbox.exec(_SNAPSHOT, timeout=300)
     tree = result.output.strip().splitlines()[-1] if result.output.strip() else ""
     if result.exit_code != 0 or not re.fullmatch(r"[0-9a-f]{40,64}", tree):
         raise GradingError(
@@ -66,13 +152,13 @@ async def snapshot(sandbox: AsyncSandbox) -> str:
 
 
 async def extract_patch(sandbox: AsyncSandbox, base_tree: str) -> str:
-    """The agent's changes since ``snapshot``, as a binary-safe git diff.
+    """The agent's changes since ``snapshot``, as a binary-safe git diff with ``a/`` ``b/`` prefixes.
 
     Raises `GradingError` when the repository no longer allows a diff (e.g. the
     agent deleted .git); a dead sandbox raises `SandboxDiedError`.
     """
     out = f"{SCRATCH}/agent.diff"
-    command = _DIFF.format(snapshot=_SNAPSHOT.format(scratch=SCRATCH), base=base_tree, out=out)
+    command = _DIFF.format(snapshot=_SNAPSHOT, base=base_tree, out=out)
     result = await sandbox.exec(command, timeout=300)
     if result.exit_code != 0:
         raise GradingError(f"could not extract the patch: {result.output[-500:]}")
@@ -83,8 +169,12 @@ async def extract_patch(sandbox: AsyncSandbox, base_tree: str) -> str:
 async def apply_patch(sandbox: AsyncSandbox, patch: str, name: str = "agent.patch") -> tuple[str | None, str]:
     """Apply ``patch`` with the first method of `APPLY_LADDER` that takes all of it.
 
-    Returns (method or None, the log of the attempts).
+    Returns (method or None, the log of the attempts). A patch naming a path in ``.git`` or
+    outside the repository is refused before any method runs.
     """
+    refused = unsafe_path(patch)
+    if refused:
+        return None, f"refused: {refused}"
     path = f"{SCRATCH}/{name}"
     await sandbox.write_file(path, patch.encode("utf-8", errors="surrogateescape"))
     attempts = []

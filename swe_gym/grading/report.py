@@ -42,6 +42,13 @@ class GradeReport(BaseModel):
     patch_applied: bool = False
     apply_method: str | None = None
     restored_test_files: list[str] = Field(default_factory=list)
+    restore_reasons: dict[str, str] = Field(default_factory=dict, description="why each restored file went back")
+    unresolved_reason: str | None = Field(
+        default=None, description="what the patch caused besides failing tests (timeout, tampering, a broken run)"
+    )
+    tampering: bool = Field(default=False, description="the verdict is unresolved because tampering was detected")
+    canary: str = Field(default="not run", description="'passed', 'not applicable', or why the canary check was off")
+    control_run: bool = Field(default=False, description="the eval was also run without the patch to judge an anomaly")
     fail_to_pass: TestGroup = Field(default_factory=TestGroup)
     pass_to_pass: TestGroup = Field(default_factory=TestGroup)
     test_status: dict[str, TestStatus] = Field(default_factory=dict)
@@ -64,6 +71,8 @@ class GradeReport(BaseModel):
             return f"grading masked: {self.masked_reason}"
         if not self.patch_applied and not self.empty_patch:
             return "patch did not apply: not resolved"
+        if self.unresolved_reason:
+            return f"not resolved: {self.unresolved_reason}"
         verdict = "RESOLVED" if self.resolved else "not resolved"
         return (
             f"{verdict}: FAIL_TO_PASS {len(self.fail_to_pass.success)}/"

@@ -10,6 +10,7 @@ import pytest
 
 from swe_gym.sandbox import DEFAULT_RUN_ID
 from swe_gym.sandbox.loop import run_sync
+from swe_gym.sandbox.providers.local import warn_unisolated
 from swe_gym.sandbox.registry import get_provider
 from tests.conftest import make_sandbox
 
@@ -33,6 +34,7 @@ def test_workspace_is_removed_on_close() -> None:
 
 
 def test_unisolated_fallback_warns(caplog: pytest.LogCaptureFixture) -> None:
+    warn_unisolated.cache_clear()  # said once per process: maybe already, by an earlier test
     with caplog.at_level(logging.WARNING, logger="swe_gym"):
         with make_sandbox("local-unisolated") as box:
             assert Path(box.workdir).is_dir()

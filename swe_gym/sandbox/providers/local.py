@@ -1,11 +1,20 @@
 """`local`: the embedded default provider, no daemon needed.
 
 Each sandbox is a workspace directory and a runner process. With bubblewrap
-(``bwrap``) on the machine the runner is isolated: the host file system
-read-only, the workspace mounted writable at the spec's workdir, fresh PID, IPC,
-UTS and (unless the spec asks for network) network namespaces, the runner as
-PID 1 (so ``kill -9 -1`` cannot take it down), dying with its parent. Without
-bwrap the runner is a plain process tree: a convenience, not a security boundary.
+(``bwrap``) on the machine the runner is isolated, the same way for root and
+ordinary users wherever the sandbox root is: no capabilities (a user namespace
+with every set, the bounding set included, empty; no nested user namespaces),
+and an allowlisted host view, read-only: the system directories (``/usr`` and
+the ``/bin``, ``/sbin``, ``/lib*`` entries), the few ``/etc`` entries programs
+read (`ETC_ENTRIES`), and the directories of the Python running us (commands
+use it: pytest for bundled tasks) with swe_gym's own package (gold patches)
+masked if it lies inside them. No home directory, service configuration,
+``/opt``, ``/var``, sandbox root or other sandbox is visible. ``/tmp``, ``/run``,
+``/dev`` and ``/proc`` are private; the workspace is mounted writable at the
+spec's workdir; fresh PID, IPC, UTS and (unless the spec asks for network)
+network namespaces; the runner is PID 1 (so ``kill -9 -1`` cannot take it
+down) and dies with its parent. Without bwrap the runner is a plain process
+tree: a convenience, not a security boundary, said once per process.
 """
 
 from __future__ import annotations
@@ -16,8 +25,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from functools import lru_cache
-from pathlib import Path
+from functools import cache
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,16 +41,53 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ROOT = Path(os.environ.get("SWE_GYM_LOCAL_ROOT", Path(tempfile.gettempdir()) / "swe_gym-sandboxes"))
 GROUP_PREFIX = "sbx-"
-_SKIP_TOP = {"proc", "dev", "sys", "tmp", "run", "lost+found"}
+
+#: Top-level host entries every command needs (those that exist; merged-/usr symlinks stay symlinks).
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+
+#: What programs read in /etc: users and groups (id, git, getpass), name resolution (for network=True), the
+#: dynamic linker's cache, the time zone, public TLS roots (never /etc/ssl/private), Debian's alternatives
+#: (awk, editor, ... are symlinks through it), the mount table link, the OS release, Debian's Python config
+#: (sitecustomize). Everything else stays out: service configuration (/etc/swe-gym, pip.conf, gitconfig),
+#: shadow files, ssh host keys, the machine id.
+ETC_ENTRIES = (
+    "passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "services",
+    "protocols", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "ssl/certs",
+    "ssl/openssl.cnf", "pki/tls/certs", "pki/ca-trust/extracted", "alternatives", "mtab", "os-release",
+    "debian_version", "python3", f"python3.{sys.version_info.minor}",
+)  # fmt: skip
+
+#: swe_gym's installed package (its bundled tasks hold gold patches and hidden tests), masked wherever shown.
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 
-@lru_cache(maxsize=1)
+@cache
+def _hardening() -> tuple[str, ...]:
+    """``--disable-userns`` where this bubblewrap knows it (0.8+): no nested user namespace to gain caps in."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return ()
+    usage = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=30).stdout
+    return ("--disable-userns",) if "--disable-userns" in usage else ()
+
+
+@cache
 def bwrap_works() -> bool:
+    """Whether bubblewrap can start a sandbox the way `_bwrap_argv` does (user namespaces allowed, ...)."""
     path = shutil.which("bwrap")
     if path is None:
         return False
-    probe = [path, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "true"]
-    return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+    probe = [path, "--ro-bind", "/", "/", "--unshare-user", *_hardening(), "--cap-drop", "ALL", "--unshare-pid"]
+    return subprocess.run([*probe, "--die-with-parent", "true"], capture_output=True, timeout=30).returncode == 0
+
+
+@cache
+def warn_unisolated() -> None:
+    """Say once per process (not per sandbox: an episode creates two) that local sandboxes are unisolated."""
+    log.warning(
+        "local sandboxes run UNISOLATED (bubblewrap not available or isolation='none'): commands can touch the "
+        "host. Install bubblewrap (apt-get install bubblewrap) or use the docker provider for untrusted agents."
+    )
 
 
 class LocalProviderConfig(BaseModel):
@@ -59,28 +105,56 @@ def _interpreter_dirs() -> list[Path]:
     return sorted({Path(sys.prefix), Path(sys.base_prefix), real} - {Path("/")})
 
 
-def _bwrap_argv(spec: SandboxSpec, work: Path) -> list[str]:
-    top = spec.workdir.strip("/").split("/")[0]
-    if not spec.workdir.startswith("/") or not top:
-        raise ConfigError(f"workdir must be an absolute path below /, got {spec.workdir!r}")
-    argv = ["bwrap"]
-    for entry in sorted(os.listdir("/")):
-        if entry in _SKIP_TOP or entry == top:
-            continue
-        path = Path("/") / entry
-        if path.is_symlink():
-            argv += ["--symlink", os.readlink(path), str(path)]
-        elif path.is_dir():
-            argv += ["--ro-bind", str(path), str(path)]
-    if (Path("/") / top).exists() and spec.workdir != f"/{top}":
-        raise ConfigError(
-            f"workdir {spec.workdir!r} lies under the host's /{top}; pick a new top-level path such as /testbed"
-        )
+def _inside(path: Path, parent: Path) -> bool:
+    return path == parent or parent in path.parents
+
+
+def _show(path: Path) -> list[str]:
+    """Bind ``path`` read-only, or recreate it as the symlink it is where the target is shown anyway."""
+    if path.is_symlink() and Path(os.path.realpath(path)).parts[1:2] in (("usr",), ("proc",)):
+        return ["--symlink", os.readlink(path), str(path)]
+    return ["--ro-bind", str(path), str(path)]
+
+
+def _host_view(hidden: list[Path]) -> tuple[list[str], list[Path]]:
+    """bwrap arguments for the read-only host view (see the module docstring), and the paths it mounts.
+
+    ``hidden`` (resolved host paths) are covered by an empty read-only tmpfs where they lie inside a shown
+    directory; elsewhere they are not shown at all.
+    """
+    argv: list[str] = []
+    shown: list[tuple[Path, Path]] = []  # (path in the sandbox, its real host path)
+    for path in [Path("/", name) for name in SYSTEM_DIRS] + [Path("/etc", name) for name in ETC_ENTRIES]:
+        if path.exists():
+            argv += _show(path)
+            shown.append((path, Path(os.path.realpath(path))))
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     for path in _interpreter_dirs():
-        if path.parts[1] in _SKIP_TOP:  # e.g. a venv under /tmp, hidden by the tmpfs above
+        real = Path(os.path.realpath(path))
+        if not any(_inside(real, seen) for _, seen in shown):
             argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--bind", str(work), spec.workdir, "--chdir", spec.workdir]
+            shown.append((path, real))
+    for secret in hidden:
+        for path, real in shown:
+            if _inside(secret, real):
+                masked = str(path / secret.relative_to(real))
+                argv += ["--tmpfs", masked, "--remount-ro", masked]
+    return argv, [path for path, _ in shown] + [Path(p) for p in ("/proc", "/dev", "/tmp", "/run")]
+
+
+def _bwrap_argv(spec: SandboxSpec, work: Path, root: Path) -> list[str]:
+    workdir = PurePosixPath(spec.workdir)
+    if not workdir.is_absolute() or workdir == PurePosixPath("/") or ".." in workdir.parts:
+        raise ConfigError(f"workdir must be an absolute path below /, got {spec.workdir!r}")
+    view, mounted = _host_view([PACKAGE_DIR, Path(os.path.realpath(root))])
+    for path in map(PurePosixPath, mounted):
+        if workdir == path or path in workdir.parents or workdir in path.parents:
+            raise ConfigError(
+                f"workdir {spec.workdir!r} overlaps {path}, which the sandbox shows from the host; "
+                "pick a new top-level path such as /testbed"
+            )
+    argv = ["bwrap", *view, "--bind", str(work), spec.workdir, "--chdir", spec.workdir]
+    argv += ["--unshare-user", *_hardening(), "--cap-drop", "ALL"]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox"]
     if not spec.network:
         argv += ["--unshare-net"]
@@ -119,10 +193,7 @@ class LocalProvider(HomeProvider):
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
         isolated = self.isolated
         if not isolated:
-            log.warning(
-                "local sandbox runs UNISOLATED (bubblewrap not available): commands can touch the host. "
-                "Install bubblewrap or use the docker provider for untrusted agents."
-            )
+            warn_unisolated()
         sandbox_id, home = new_home(self.config.root, spec)
         work = home / "work"
         work.mkdir()
@@ -136,7 +207,7 @@ class LocalProvider(HomeProvider):
         env[RUNNER_ENV] = runner_source()
         runner = [sys.executable, "-c", RUNNER_BOOTSTRAP, "--ttl", str(spec.ttl_s)]
         if isolated:
-            argv, workdir = _bwrap_argv(spec, work) + runner, spec.workdir
+            argv, workdir = _bwrap_argv(spec, work, self.config.root) + runner, spec.workdir
         else:
             argv, workdir = runner, str(work)
         sandbox = LocalSandbox(sandbox_id, spec, workdir, home, cgroup)
@@ -145,4 +216,4 @@ class LocalProvider(HomeProvider):
         return sandbox
 
 
-__all__ = ["LocalProvider", "LocalProviderConfig", "LocalSandbox", "bwrap_works"]
+__all__ = ["LocalProvider", "LocalProviderConfig", "LocalSandbox", "bwrap_works", "warn_unisolated"]
