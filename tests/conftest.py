@@ -176,22 +176,35 @@ def leftover_sandboxes(run_id: str = DEFAULT_RUN_ID) -> dict[str, list[str]]:
 
 
 def kill_from_outside(box: Sandbox | AsyncSandbox) -> None:
-    """What a crash, an OOM killer or an operator does to a sandbox: kill it without asking us."""
-    import signal
+    """What a crash, an OOM killer or an operator does to an idle sandbox: kill it without asking us.
 
-    backend = box.aio.backend if isinstance(box, Sandbox) else box.backend
+    Returns once the host has seen it dead (a status ping fails), so the next call finds it dead
+    before sending anything: an infrastructure failure (masked), not one the agent's command caused.
+    """
+    import signal
+    import time
+
+    from swe_gym.sandbox import SandboxStatus
+    from swe_gym.sandbox.loop import run_sync
+
+    aio = box.aio if isinstance(box, Sandbox) else box
+    backend = aio.backend
     if backend.provider_name in ("local", "apptainer"):
         meta = json.loads((backend.home / "meta.json").read_text())
         os.kill(meta["runner_pid"], signal.SIGKILL)
-        return
-    import docker
+    else:
+        import docker
 
-    client = docker.from_env()
-    if backend.provider_name == "docker":
-        client.containers.get(backend.container_id).kill()
-    else:  # opensandbox on its Docker runtime
-        (container,) = client.containers.list(filters={"label": f"opensandbox.io/id={backend.id}"})
-        container.kill()
+        client = docker.from_env()
+        if backend.provider_name == "docker":
+            client.containers.get(backend.container_id).kill()
+        else:  # opensandbox on its Docker runtime
+            (container,) = client.containers.list(filters={"label": f"opensandbox.io/id={backend.id}"})
+            container.kill()
+    deadline = time.monotonic() + 30
+    while run_sync(aio.status()) != SandboxStatus.DEAD:
+        assert time.monotonic() < deadline, "the killed sandbox still answers"
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,4 +1,4 @@
-"""``swe-gym cleanup``: remove sandboxes this library left behind."""
+"""``swe-gym cleanup``: remove sandboxes this library left behind, and images it prepared (docker)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def add_parser(commands: Any) -> None:
     p = commands.add_parser(
         "cleanup",
         help="remove sandboxes swe_gym created, by run, by age, or all",
-        description="Remove sandboxes labelled as created by swe_gym. Say which: --run-id, --older-than, "
+        description="Remove sandboxes labelled as created by swe_gym, and on docker the prepared images (tasks' "
+        "images with their git history scrubbed) no container still uses. Say which: --run-id, --older-than, "
         "or --all (which also removes live sandboxes of other swe_gym processes).",
     )
     p.add_argument("--provider", default="all", help="docker, local, another provider, or all (default: all)")

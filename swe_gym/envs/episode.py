@@ -69,6 +69,7 @@ class Episode:
             "instance_id": self.task.instance_id,
             "sandbox_id": self.sandbox.id,
             "provider": settings.provider.name,
+            "network_isolated": self.sandbox.backend.network_isolated,
             "reset_s": self._reset_s,
         }
         return self.last_observation, info

@@ -57,8 +57,9 @@ class SWEEnv(gym.Env[str, str]):
         sandbox: a `SandboxSpec` (or dict) for limits, env vars, network and TTL of every sandbox.
         instance_ids: restrict ``tasks`` to these ids.
         split, limit: the dataset split, and how many of its rows (an int or a ``slice``).
-        scrub_history: remove git history after the base from the agent's sandbox (``True``: refs and
-            reflogs, so ``git log --all`` cannot show the fix; ``"gc"``: its objects too; ``False``: keep).
+        scrub_history: remove git history after the base from the agent's sandbox (``True``: every ref,
+            reflog and object the base does not reach, so no git command can show the fix; done once per
+            image on providers that commit images, e.g. docker; ``"gc"``: the same; ``False``: keep).
         pool_size: keep this many sandboxes started ahead of need (0: off), so a reset only hands one over.
     """
 

@@ -18,7 +18,7 @@ from collections.abc import Awaitable
 from importlib.resources import files
 from pathlib import Path
 
-from swe_gym.errors import SandboxDiedError, SandboxError
+from swe_gym.errors import ChannelTamperedError, SandboxDiedError, SandboxError
 from swe_gym.sandbox.channel import REPLY_GRACE_S, Channel
 from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
 
@@ -68,6 +68,12 @@ class RunnerSandbox(ABC):
         self.workdir = workdir
         self._channel: Channel | None = None
         self._closed = False
+        self._known_dead = False
+
+    @property
+    def network_isolated(self) -> bool:
+        """Whether commands here can reach no network (neither the internet nor other sandboxes)."""
+        return not self.spec.network
 
     def _attach(self, channel: Channel) -> None:
         self._channel = channel
@@ -91,7 +97,15 @@ class RunnerSandbox(ABC):
         if self._closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         assert self._channel is not None, "provider forgot to attach the runner channel"
-        return await self._channel.call(header, payload, timeout=timeout)
+        try:
+            reply = await self._channel.call(header, payload, timeout=timeout)
+        except SandboxDiedError as exc:
+            if self._known_dead and not isinstance(exc, ChannelTamperedError):
+                exc.during_call = False  # an earlier call (or status ping) had found it dead already
+            self._known_dead = True
+            raise
+        self._known_dead = False
+        return reply
 
     async def exec(
         self,

@@ -17,7 +17,13 @@ DEFAULT_RUN_ID = os.environ.get("SWE_GYM_RUN_ID") or uuid.uuid4().hex[:12]
 
 def sandbox_labels(extra: dict[str, str], ttl_s: float) -> dict[str, str]:
     now = time.time()
-    labels = {MANAGED: "true", RUN_ID: DEFAULT_RUN_ID, CREATED_AT: f"{now:.0f}", EXPIRES_AT: f"{now + ttl_s:.0f}"}
+    return {EXPIRES_AT: f"{now + ttl_s:.0f}", **image_labels(extra, now)}
+
+
+def image_labels(extra: dict[str, str], now: float | None = None) -> dict[str, str]:
+    """Labels of an image we made: ours, the run, when; no expiry (an image is a cache, removed by cleanup)."""
+    created = time.time() if now is None else now
+    labels = {MANAGED: "true", RUN_ID: DEFAULT_RUN_ID, CREATED_AT: f"{created:.0f}"}
     labels.update({label_key(k): str(v) for k, v in extra.items()})
     return labels
 

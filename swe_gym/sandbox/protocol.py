@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
+from swe_gym.sandbox.spec import ExecResult, ImageInfo, SandboxSpec, SandboxStatus
 
 
 @runtime_checkable
@@ -54,5 +54,23 @@ class SandboxProvider(Protocol):
         older_than_s: float | None = None,
         labels: dict[str, str] | None = None,
     ) -> list[str]:
-        """Remove sandboxes this library created, selected by run, age and ``labels`` they carry; return their ids."""
+        """Remove sandboxes (and images) this library created, selected by run, age and ``labels``; return ids."""
+        ...
+
+
+@runtime_checkable
+class ImageCommitter(Protocol):
+    """Optional provider capability: save a live sandbox's files as an image later sandboxes start from.
+
+    Lets a caller pay a slow preparation once per image rather than in every sandbox. The new image keeps
+    the source image's configuration (command, environment, user); the sandbox's own settings do not leak
+    into it. It carries the library's labels plus ``labels``, so the provider's ``cleanup`` can remove it.
+    """
+
+    async def image_info(self, image: str) -> ImageInfo | None:
+        """``image`` as this provider would start it, or None when it does not have it."""
+        ...
+
+    async def commit(self, sandbox: SandboxBackend, image: str, labels: dict[str, str]) -> ImageInfo:
+        """Save ``sandbox`` (one of this provider's) as ``image`` (``name:tag``), replacing an older one."""
         ...

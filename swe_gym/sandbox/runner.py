@@ -2,28 +2,48 @@
 
 Every provider starts this file (``python3 runner.py --ttl N``) as a long-lived
 process inside the sandbox and talks to it over its stdin/stdout (or, where the
-transport has no stdin, runs it once per call: ``--request FILE`` or ``--inline BASE64``,
-or keeps it as a daemon reached through FIFOs: ``--serve-fifo DIR``). A step then
+transport has no stdin, runs it once per call: ``--request FILE``, or keeps it as
+a daemon reached through FIFOs: ``--serve-fifo DIR --key-file FILE``). A step then
 costs one message round trip instead of a container-engine API call, and the
 runner gives every provider the same exec semantics: each command in its own
 session and process group, stdin at EOF, stdout and stderr merged in order,
 output capped while streaming (head and tail kept), and the whole process group
 killed on timeout or when the command returns.
 
-Wire format, both directions: one JSON header line, then ``size`` raw bytes.
+Wire format, both directions: ``MAC JSON-header`` on one line, then ``size`` raw
+bytes. The MAC is an HMAC-SHA256 under a per-sandbox key only the host and this
+process know (see `frame_mac`); every request carries a fresh random ``id`` that
+its reply echoes. Commands in the sandbox (the agent, graded code) cannot forge a
+reply: the runner makes itself non-dumpable before anything runs, so even a
+same-uid root without CAP_SYS_PTRACE cannot open ``/proc/<runner>/fd/*``, ``mem``
+or ``environ``, and anything they slip into a reply stream fails the host's check.
 The host is the only client, one request at a time. Keep this file compatible
-with Python 3.6 (old task images) and free of imports outside the stdlib.
+with Python 3.6 (old task images) and free of imports outside the stdlib; every
+module is imported here, at start, before any command could replace its file.
 """
 
 import base64
+import binascii
 import fcntl
+import hashlib
+import hmac
+import io
 import json
 import os
 import select
 import signal
 import subprocess
 import sys
+import tarfile
+import threading
 import time
+
+try:
+    import ctypes
+except ImportError:  # a Python built without it: no prctl, best effort
+    ctypes = None
+if not hasattr(os, "memfd_create"):  # Python < 3.8
+    import tempfile
 
 PROTOCOL_VERSION = 1
 _READ_CHUNK = 65536
@@ -34,6 +54,73 @@ ONE_SHOT_BEGIN = "SWE_GYM_REPLY_BEGIN"
 ONE_SHOT_END = "SWE_GYM_REPLY_END"
 #: Commands up to this size go to ``bash -c``; longer ones through an in-memory file.
 _ARGV_LIMIT = 100000
+#: What each side's MAC covers first, so a request can never pass for a reply.
+REQUEST_TAG = b"request"
+REPLY_TAG = b"reply"
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+class BadFrame(ValueError):
+    """A frame that is malformed or whose MAC does not verify."""
+
+
+def frame_mac(key, tag, request_id, line, payload):
+    """HMAC-SHA256 (hex) over direction tag, request id, header line and payload."""
+    mac = hmac.new(key, tag + b"\n" + request_id.encode("utf-8") + b"\n" + line + b"\n", hashlib.sha256)
+    mac.update(payload)
+    return mac.hexdigest()
+
+
+def encode_frame(key, tag, header, payload=b""):
+    """``MAC JSON`` line plus payload; ``header`` must hold the request ``id``."""
+    line = json.dumps(dict(header, size=len(payload))).encode("utf-8")
+    return frame_mac(key, tag, str(header["id"]), line, payload).encode("ascii") + b" " + line + b"\n" + payload
+
+
+def split_line(line):
+    """(mac, header, raw header bytes) of a frame's first line (without its newline); `BadFrame` if malformed."""
+    mac, _, raw = line.partition(b" ")
+    try:
+        header = json.loads(raw.decode("utf-8"))
+        size = int(header["size"]) if isinstance(header, dict) else -1
+    except (ValueError, KeyError, TypeError):
+        raise BadFrame("unparsable frame header %r" % (line[:200],)) from None
+    if len(mac) != 64 or size < 0 or not isinstance(header.get("id"), str):
+        raise BadFrame("malformed frame header %r" % (line[:200],))
+    header["size"] = size
+    return mac, header, raw
+
+
+def check_mac(key, tag, mac, header, raw, payload):
+    """`BadFrame` unless ``mac`` is the frame's true MAC."""
+    expected = frame_mac(key, tag, header["id"], raw, payload).encode("ascii")
+    if not hmac.compare_digest(expected, mac):
+        raise BadFrame("frame MAC does not verify")
+
+
+def decode_frame(key, tag, data):
+    """(header, payload) of one whole frame in ``data``, verified; `BadFrame` otherwise (trailing bytes too)."""
+    line, newline, rest = data.partition(b"\n")
+    mac, header, raw = split_line(line)
+    if not newline or len(rest) != header["size"]:
+        raise BadFrame("frame size mismatch: header says %d, %d bytes follow" % (header["size"], len(rest)))
+    check_mac(key, tag, mac, header, raw, rest)
+    return header, rest
+
+
+class Verifier(object):
+    """Checks requests under the key and refuses a request id seen before (no replays)."""
+
+    def __init__(self, key):
+        self.key = key
+        self.seen = set()
+
+    def accept(self, mac, header, raw, payload):
+        check_mac(self.key, REQUEST_TAG, mac, header, raw, payload)
+        if header["id"] in self.seen:
+            raise BadFrame("replayed request id %s" % header["id"])
+        self.seen.add(header["id"])
 
 
 class OutputCapture(object):
@@ -67,43 +154,64 @@ class OutputCapture(object):
 
 
 class FrameIO(object):
-    """Header-line-plus-payload frames over two raw file descriptors."""
+    """Authenticated frames over two raw file descriptors (the host's stream)."""
 
     def __init__(self, rfd, wfd):
         self.rfd = rfd
         self.wfd = wfd
         self.buf = bytearray()
+        self.key = None
+        self.verifier = None
+
+    def absorb(self):
+        """Read what is there (select said readable); `EOFError` when the host closed the channel."""
+        chunk = os.read(self.rfd, _READ_CHUNK * 4)
+        if not chunk:
+            raise EOFError("host closed the channel")
+        self.buf += chunk
 
     def _fill(self, deadline):
         timeout = None if deadline is None else max(0.0, deadline - time.time())
         ready, _, _ = select.select([self.rfd], [], [], timeout)
         if not ready:
             return False
-        chunk = os.read(self.rfd, _READ_CHUNK * 4)
-        if not chunk:
-            raise EOFError("host closed the channel")
-        self.buf += chunk
+        self.absorb()
         return True
 
-    def read(self, deadline=None):
-        """Return (header, payload), or None when ``deadline`` (epoch s) passes first."""
+    def _line(self, deadline):
         while b"\n" not in self.buf:
             if not self._fill(deadline):
                 return None
         line, _, rest = bytes(self.buf).partition(b"\n")
         self.buf = bytearray(rest)
-        header = json.loads(line.decode("utf-8"))
-        size = int(header.get("size", 0))
+        return line
+
+    def handshake(self, deadline=None):
+        """The first line the host sends is the key (hex); False if ``deadline`` passes first."""
+        line = self._line(deadline)
+        if line is None:
+            return False
+        self.key = binascii.unhexlify(line.strip())
+        self.verifier = Verifier(self.key)
+        return True
+
+    def read(self, deadline=None):
+        """Return (header, payload) of a verified request, or None when ``deadline`` (epoch s) passes first."""
+        line = self._line(deadline)
+        if line is None:
+            return None
+        mac, header, raw = split_line(line)
+        size = header["size"]
         while len(self.buf) < size:
             self._fill(None)
         payload = bytes(self.buf[:size])
         del self.buf[:size]
+        self.verifier.accept(mac, header, raw, payload)
         return header, payload
 
-    def write(self, header, payload=b""):
-        header = dict(header, size=len(payload))
-        data = json.dumps(header).encode("utf-8") + b"\n" + payload
-        view = memoryview(data)
+    def write(self, request, header, payload=b""):
+        """The reply to ``request``, MAC'd and echoing its id."""
+        view = memoryview(encode_frame(self.key, REPLY_TAG, dict(header, id=request["id"]), payload))
         while view:
             written = os.write(self.wfd, view)
             view = view[written:]
@@ -153,8 +261,6 @@ def _script_fd(command):
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create("action")
     else:  # Python < 3.8
-        import tempfile
-
         fd, path = tempfile.mkstemp()
         os.unlink(path)
     os.write(fd, command)
@@ -189,8 +295,13 @@ def _spawn(command, cwd, env):
             os.close(fd)
 
 
-def run_command(req, command, reaper, wake_fd):
-    """Run one command; return (header, payload) of the reply."""
+def run_command(req, command, reaper, wake_fd, host):
+    """Run one command; return (header, payload) of the reply.
+
+    ``host`` (a `FrameIO`, or None) is watched meanwhile: when the host's end of the channel
+    closes (its process was killed), the command's group is killed and `EOFError` raised,
+    so the sandbox goes with its owner instead of at the step's end.
+    """
     limit = int(req.get("limit", 1 << 20))
     timeout = float(req.get("timeout", 60.0))
     cwd = req.get("cwd") or os.getcwd()
@@ -215,7 +326,7 @@ def run_command(req, command, reaper, wake_fd):
             "duration": time.time() - start,
         }, bytes(capture.head)
     out_fd = proc.stdout.fileno()
-    watched = [out_fd, wake_fd]
+    watched = [out_fd, wake_fd] + ([host.rfd] if host is not None else [])
     exit_code = None
     timed_out = False
     ended_at = None
@@ -240,6 +351,12 @@ def run_command(req, command, reaper, wake_fd):
                 os.read(wake_fd, 4096)
             except OSError:
                 pass
+        if host is not None and host.rfd in ready:
+            try:
+                host.absorb()
+            except EOFError:
+                _kill_group(proc.pid, reaper)
+                raise
         if out_fd in ready:
             chunk = os.read(out_fd, _READ_CHUNK)
             if chunk:
@@ -263,22 +380,18 @@ def run_command(req, command, reaper, wake_fd):
 
 
 def _untar(payload, dest):
-    # Imported here: tarfile costs milliseconds at every start of the one-shot mode.
-    import io
-    import tarfile
-
     os.makedirs(dest, exist_ok=True)
     kwargs = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
     with tarfile.open(fileobj=io.BytesIO(payload)) as archive:
         archive.extractall(dest, **kwargs)
 
 
-def handle(req, payload, reaper, wake_fd):
+def handle(req, payload, reaper, wake_fd, host=None):
     op = req.get("op")
     if op == "ping":
         return {"ok": True, "pid": os.getpid(), "version": PROTOCOL_VERSION}, b""
     if op == "exec":
-        return run_command(req, payload, reaper, wake_fd)
+        return run_command(req, payload, reaper, wake_fd, host)
     if op == "write":
         path = req["path"]
         parent = os.path.dirname(path)
@@ -301,15 +414,17 @@ def handle(req, payload, reaper, wake_fd):
     return {"ok": False, "error": "unknown op %r" % (op,)}, b""
 
 
-def _become_subreaper():
-    """Orphans of our commands re-parent to us, so we can reap and kill them."""
+def _prctl(option, value):
+    """Best effort: a libc without prctl (or a Python without ctypes) leaves it undone."""
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except Exception:
         pass
+
+
+def _become_subreaper():
+    """Orphans of our commands re-parent to us, so we can reap and kill them."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
 def _prepare():
@@ -325,52 +440,60 @@ def _prepare():
     return Reaper(), wake_r
 
 
-def _safe_handle(req, payload, reaper, wake_fd):
+def _safe_handle(req, payload, reaper, wake_fd, host=None):
     try:
-        return handle(req, payload, reaper, wake_fd)
+        return handle(req, payload, reaper, wake_fd, host)
+    except EOFError:
+        raise
     except Exception as exc:
         return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}, b""
 
 
 def serve(ttl):
-    """The long-lived mode: frames on stdin/stdout until EOF, ``exit`` or the TTL."""
+    """The long-lived mode: the key, then frames on stdin/stdout until EOF, ``exit`` or the TTL."""
     expires = None if ttl is None else time.time() + ttl
     reaper, wake_r = _prepare()
     io_ = FrameIO(0, 1)
-    while True:
-        reaper.reap()
-        try:
+    try:
+        if not io_.handshake(deadline=expires):
+            return 0
+        while True:
+            reaper.reap()
             message = io_.read(deadline=expires)
-        except EOFError:
-            return 0
-        if message is None:
-            sys.stderr.write("swe_gym runner: time-to-live expired, exiting\n")
-            return 0
-        req, payload = message
-        if req.get("op") == "exit":
-            io_.write({"ok": True})
-            return 0
-        io_.write(*_safe_handle(req, payload, reaper, wake_r))
+            if message is None:
+                sys.stderr.write("swe_gym runner: time-to-live expired, exiting\n")
+                return 0
+            req, payload = message
+            if req.get("op") == "exit":
+                io_.write(req, {"ok": True})
+                return 0
+            io_.write(req, *_safe_handle(req, payload, reaper, wake_r, io_))
+    except EOFError:
+        return 0
+    except ValueError as exc:  # a BadFrame, say: only the host writes here, so never guess; stop
+        sys.stderr.write("swe_gym runner: bad request on the channel (%s), exiting\n" % (exc,))
+        return 2
 
 
-def _reply_text(reply, out):
+def _reply_text(key, req, reply, out):
     """A reply frame, base64-encoded between markers (text-only transports carry it intact)."""
-    frame = json.dumps(dict(reply, size=len(out))).encode("utf-8") + b"\n" + out
+    frame = encode_frame(key, REPLY_TAG, dict(reply, id=req["id"]), out)
     return ONE_SHOT_BEGIN + "\n" + base64.encodebytes(frame).decode("ascii") + ONE_SHOT_END + "\n"
 
 
-def _parse_frame(data):
-    line, _, rest = data.partition(b"\n")
-    req = json.loads(line.decode("utf-8"))
-    return req, rest[: int(req.get("size", 0))]
+def _keyed_frame(data):
+    """(key, request frame) of a one-shot request file: the key's hex on the first line."""
+    key, _, frame = data.partition(b"\n")
+    return binascii.unhexlify(key.strip()), frame
 
 
 def serve_one(data):
     """The one-shot mode, for providers whose transport is one command per call (no stdin):
-    ``data`` is one request frame; the reply goes to stdout (see `_reply_text`)."""
-    req, payload = _parse_frame(data)
+    ``data`` is the key line and one request frame; the reply goes to stdout (see `_reply_text`)."""
+    key, frame = _keyed_frame(data)
+    req, payload = decode_frame(key, REQUEST_TAG, frame)
     reaper, wake_r = _prepare()
-    sys.stdout.write(_reply_text(*_safe_handle(req, payload, reaper, wake_r)))
+    sys.stdout.write(_reply_text(key, req, *_safe_handle(req, payload, reaper, wake_r)))
     sys.stdout.flush()
     return 0
 
@@ -412,15 +535,23 @@ def _exit_when_replaced(path, inode):
             os._exit(0)
 
 
-def serve_fifo(directory):
+def _read_key_file(path):
+    """The key the host uploaded for us, removed at once (commands start only after)."""
+    with open(path, "rb") as handle_:
+        data = handle_.read()
+    os.unlink(path)
+    return binascii.unhexlify(data.strip())
+
+
+def serve_fifo(directory, key):
     """The daemon mode for one-shot transports: no Python start per call.
 
     Each client writes its pid, a newline and one request frame into the FIFO
     ``directory/req`` (one client at a time) and reads the reply from its own fd 3,
     which the daemon reaches as ``/proc/PID/fd/3``. ``directory/pid`` tells clients we live.
+    Anyone in the sandbox can write to the FIFO, so requests are verified and never replayed.
     """
-    import threading
-
+    verifier = Verifier(key)
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o700)
     requests = os.path.join(directory, "req")
@@ -442,33 +573,31 @@ def serve_fifo(directory):
             os.close(fd)
         client, _, frame = data.partition(b"\n")
         try:
-            req, payload = _parse_frame(frame)
+            line, _, payload = frame.partition(b"\n")
+            mac, req, raw = split_line(line)
+            payload = payload[: req["size"]]
+            verifier.accept(mac, req, raw, payload)
             reply_to = "/proc/%d/fd/3" % int(client)
-        except ValueError:
+        except ValueError:  # BadFrame included: not the host's
             continue
         if req.get("op") == "exit":
             return 0
-        _write_reply(reply_to, _reply_text(*_safe_handle(req, payload, reaper, wake_r)))
+        _write_reply(reply_to, _reply_text(key, req, *_safe_handle(req, payload, reaper, wake_r)))
 
 
 def main(argv):
-    args = list(argv)
-    ttl = None
-    while args:
-        flag = args.pop(0)
-        if flag == "--ttl":
-            ttl = float(args.pop(0))
-        elif flag == "--request":  # the frame in a file, deleted once read
-            path = args.pop(0)
-            with open(path, "rb") as handle_:
-                data = handle_.read()
-            os.unlink(path)
-            return serve_one(data)
-        elif flag == "--inline":  # a small frame, base64 in argv
-            return serve_one(base64.b64decode(args.pop(0)))
-        elif flag == "--serve-fifo":
-            return serve_fifo(args.pop(0))
-    return serve(ttl)
+    # First of all: from now on no same-uid process without CAP_SYS_PTRACE can read our
+    # memory, environment or file descriptors (where the key and the host's stream live).
+    _prctl(_PR_SET_DUMPABLE, 0)
+    flags = {argv[i]: argv[i + 1] for i in range(0, len(argv) - 1, 2)}
+    if "--request" in flags:  # the key and the frame in a file, deleted once read
+        with open(flags["--request"], "rb") as handle_:
+            data = handle_.read()
+        os.unlink(flags["--request"])
+        return serve_one(data)
+    if "--serve-fifo" in flags:
+        return serve_fifo(flags["--serve-fifo"], _read_key_file(flags["--key-file"]))
+    return serve(float(flags["--ttl"]) if "--ttl" in flags else None)
 
 
 if __name__ == "__main__":

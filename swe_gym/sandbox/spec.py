@@ -76,6 +76,15 @@ class ExecResult(BaseModel):
         return self.exit_code == 0 and not self.timed_out
 
 
+class ImageInfo(BaseModel):
+    """An image as a provider knows it: its content id (stable across tags) and labels."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
 class SandboxStatus(StrEnum):
     RUNNING = "running"
     DEAD = "dead"

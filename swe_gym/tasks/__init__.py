@@ -3,6 +3,15 @@
 from swe_gym.tasks.bundled import load_bundled, repo_archive
 from swe_gym.tasks.loader import load_tasks
 from swe_gym.tasks.model import EvalRecipe, SWETask
-from swe_gym.tasks.provision import provision, task_spec
+from swe_gym.tasks.provision import agent_spec, provision, task_spec
 
-__all__ = ["EvalRecipe", "SWETask", "load_bundled", "load_tasks", "provision", "repo_archive", "task_spec"]
+__all__ = [
+    "EvalRecipe",
+    "SWETask",
+    "agent_spec",
+    "load_bundled",
+    "load_tasks",
+    "provision",
+    "repo_archive",
+    "task_spec",
+]

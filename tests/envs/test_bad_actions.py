@@ -83,9 +83,9 @@ def test_destructive_action_host_untouched_and_env_recovers(provider: str, name:
     try:
         environment.reset(seed=0)
         obs, reward, terminated, truncated, info = environment.step(DESTRUCTIVE[name])
-        assert environment.observation_space.contains(obs) and reward == 0.0 and not terminated
-        if truncated:  # the action took the sandbox down with it: masked, never a silent 0
-            assert info["masked"] and "sandbox died" in info["masked_reason"]
+        assert environment.observation_space.contains(obs) and reward == 0.0 and not truncated
+        if terminated:  # the action took the sandbox down with it (during the call): a verdict, not a mask
+            assert not info.get("masked") and "broke its sandbox" in obs
         _obs, _info = environment.reset(seed=1)
         assert environment.step("echo recovered")[0] == "recovered\n"
     finally:

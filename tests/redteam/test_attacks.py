@@ -75,3 +75,17 @@ def test_hostile_patches_through_evaluate(provider: str, tmp_path: Path) -> None
         else:  # applied with the planted conftest returned to base, or not applied at all
             restored = any(p.endswith("conftest.py") for p in report["restored_test_files"])
             assert restored or not report["patch_applied"], (instance_id, report)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_reset_info_says_whether_the_sandbox_is_network_isolated(provider: str) -> None:
+    """CI runs OpenSandbox with network_policy=server-default (no egress sidecar): not isolated, and said so."""
+    config, image = provider_setup(provider)
+    env = gym.make("swe_gym/SWE-v0", tasks=[TASK], provider=config, image=image)
+    try:
+        _, info = env.reset(seed=0)
+        backend = env.unwrapped._episode.sandbox.backend
+        expected = not (provider == "opensandbox" and not backend._deny_egress)
+        assert info["network_isolated"] is expected
+    finally:
+        env.close()

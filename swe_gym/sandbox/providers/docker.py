@@ -6,7 +6,8 @@ life: a step is one message on that socket, no Docker API call. Creation costs
 create + attach + start. Every container carries our labels, the spec's limits,
 no network unless asked, and ``auto_remove``; the runner exits at its TTL or
 when our end of the socket closes (``stdin_once``), so an orphan removes itself
-even if this process is killed.
+even if this process is killed. It can also commit a sandbox to an image (`ImageCommitter`), which
+keeps the source image's configuration and carries our labels, so ``cleanup`` removes such images too.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox,
 from swe_gym.sandbox.channel import RunnerChannel
 from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.loop import guarded, offload
-from swe_gym.sandbox.spec import SandboxSpec
+from swe_gym.sandbox.protocol import SandboxBackend
+from swe_gym.sandbox.spec import ImageInfo, SandboxSpec
 
 try:
     import docker
@@ -53,6 +55,14 @@ class DockerProviderConfig(BaseModel):
         description="pull an image the engine lacks (progress is logged), or fail with ImageNotFoundError",
     )
     max_concurrent_creates: int = Field(default=8, ge=1, description="the daemon fails under many parallel starts")
+
+
+def _split_tag(image: str) -> tuple[str, str]:
+    """``name:tag`` as the engine's API takes it (a registry port is not a tag)."""
+    if ":" in image.rsplit("/", 1)[-1]:
+        repository, _, tag = image.rpartition(":")
+        return repository, tag
+    return image, "latest"
 
 
 class _AttachProtocol(asyncio.Protocol):
@@ -220,7 +230,7 @@ class DockerProvider:
 
     def _pull(self, image: str) -> None:
         """Pull ``image``, logging each layer's progress; a failed pull is `ImageNotFoundError`."""
-        repository, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "latest")
+        repository, tag = _split_tag(image)
         log.info("pulling %s (not on this engine)", image)
         last: dict[str, str] = {}
         try:
@@ -249,6 +259,47 @@ class DockerProvider:
             raise SandboxError(f"docker could not start a container from {image!r}: {exc}") from exc
         return sandbox
 
+    async def image_info(self, image: str) -> ImageInfo | None:
+        return await asyncio.to_thread(self._image_info, self.rewriter.rewrite(image))
+
+    def _image_info(self, image: str) -> ImageInfo | None:
+        try:
+            data = self.api.inspect_image(image)
+        except docker.errors.ImageNotFound:
+            return None
+        return ImageInfo(id=data["Id"], labels=data["Config"].get("Labels") or {})
+
+    async def commit(self, sandbox: SandboxBackend, image: str, labels: dict[str, str]) -> ImageInfo:
+        if not isinstance(sandbox, DockerSandbox):
+            raise SandboxError(f"the docker provider cannot commit a {sandbox.provider_name} sandbox")
+        try:
+            return await asyncio.to_thread(self._commit, sandbox, self.rewriter.rewrite(image), labels)
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"docker could not commit container {sandbox.id} to {image!r}: {exc}") from exc
+
+    def _commit(self, sandbox: DockerSandbox, image: str, labels: dict[str, str]) -> ImageInfo:
+        api = self.api
+        source = api.inspect_image(sandbox.spec.image)["Config"]
+        env = source.get("Env") or []
+        # The engine adds every container variable the new config lacks (the runner's source, the spec's
+        # env): naming each one, empty, keeps them out; our containers set them anyway.
+        known = {item.split("=", 1)[0] for item in env}
+        added = {item.split("=", 1)[0] for item in api.inspect_container(sandbox.container_id)["Config"]["Env"] or []}
+        conf = {
+            "Env": [*env, *(f"{key}=" for key in sorted(added - known))],
+            "Cmd": source.get("Cmd"),
+            "Entrypoint": source.get("Entrypoint"),
+            "WorkingDir": source.get("WorkingDir") or "",
+            "User": source.get("User") or "",
+            "Labels": {**(source.get("Labels") or {}), **lbl.image_labels(labels)},
+        }
+        repository, tag = _split_tag(image)
+        api.commit(sandbox.container_id, repository=repository, tag=tag, conf=conf)
+        info = self._image_info(image)
+        if info is None:
+            raise SandboxError(f"docker committed container {sandbox.id} but has no image {image!r}")
+        return info
+
     async def _remove_quietly(self, container_id: str) -> None:
         with contextlib.suppress(docker.errors.APIError):
             await offload(self.api.remove_container, container_id, force=True)
@@ -275,4 +326,16 @@ class DockerProvider:
                 if exc.status_code != 409:
                     raise
             removed.append(info["Id"][:12])
+        for info in self.api.images(filters={"label": f"{lbl.MANAGED}=true"}):
+            if not lbl.matches(info.get("Labels") or {}, run_id=run_id, older_than_s=older_than_s, extra=labels):
+                continue
+            try:
+                self.api.remove_image(info["Id"])  # never forced: an image a container still uses stays
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise
+                continue
+            removed.append(info["Id"].removeprefix("sha256:")[:12])
         return removed

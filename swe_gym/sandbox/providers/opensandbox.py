@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 import shlex
@@ -38,6 +39,7 @@ from swe_gym.sandbox.spec import SandboxSpec
 from swe_gym.settings import setting
 
 try:
+    import httpx
     from opensandbox import Sandbox as SDKSandbox
     from opensandbox import SandboxManager
     from opensandbox.config import ConnectionConfig
@@ -60,6 +62,8 @@ ENV_PREFIX = "SWE_GYM_OPENSANDBOX_"
 #: The server refuses shorter sandbox timeouts.
 MIN_TIMEOUT_S = 60
 REQUEST_DIR = "/tmp/.swe_gym-requests"
+#: How often close asks the server to kill a sandbox before giving up (with a growing pause between).
+KILL_ATTEMPTS = 5
 _LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -94,6 +98,16 @@ class OpenSandboxProviderConfig(BaseModel):
     max_concurrent_creates: int = Field(default=8, ge=1)
 
 
+@functools.cache
+def _warn_no_network_isolation() -> None:
+    """Once per process: such sandboxes are not isolated, whatever their spec says."""
+    log.warning(
+        "opensandbox network_policy='server-default': sandboxes have the server's default network although their "
+        "spec asks for none; they can reach the internet and other sandboxes' execd. Use network_policy='deny' "
+        "(needs the server's egress sidecar) for untrusted agents."
+    )
+
+
 def _label_safe(labels: dict[str, str]) -> dict[str, str]:
     """Metadata becomes Kubernetes/Docker labels: values limited to 63 label-safe characters."""
     safe = {}
@@ -103,8 +117,21 @@ def _label_safe(labels: dict[str, str]) -> dict[str, str]:
     return safe
 
 
-def _died(sandbox_id: str, exc: BaseException) -> SandboxDiedError:
-    return SandboxDiedError(f"opensandbox sandbox {sandbox_id} stopped answering ({type(exc).__name__}: {exc})")
+def _never_connected(exc: BaseException | None) -> bool:
+    """The request never reached the sandbox: no connection could be made, or the server says it is gone."""
+    while exc is not None:
+        if isinstance(exc, httpx.ConnectError) or getattr(exc, "status_code", None) == 404:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _died(sandbox_id: str, exc: BaseException, *, in_flight: bool = False) -> SandboxDiedError:
+    """``in_flight``: a command was sent; unless it never got through, the sandbox died during the call."""
+    return SandboxDiedError(
+        f"opensandbox sandbox {sandbox_id} stopped answering ({type(exc).__name__}: {exc})",
+        during_call=in_flight and not _never_connected(exc),
+    )
 
 
 class _SDKTransport:
@@ -128,7 +155,7 @@ class _SDKTransport:
                 self.remote.commands.run(command, opts=opts), timeout + 2 * REPLY_GRACE_S
             )
         except (SandboxException, TimeoutError) as exc:
-            raise _died(self.sandbox_id, exc) from exc
+            raise _died(self.sandbox_id, exc, in_flight=True) from exc
         return "".join(message.text for message in execution.logs.stdout)
 
     async def start(self, command: str) -> None:
@@ -141,12 +168,18 @@ class _SDKTransport:
 class OpenSandboxSandbox(RunnerSandbox):
     provider_name = "opensandbox"
 
-    def __init__(self, remote: Any, spec: SandboxSpec, python: str) -> None:
+    def __init__(self, remote: Any, spec: SandboxSpec, python: str, *, deny_egress: bool) -> None:
         super().__init__(remote.id, spec, spec.workdir)
         self.remote = remote
+        self._deny_egress = deny_egress
         runner = f"{python} -c {shlex.quote(RUNNER_BOOTSTRAP)}"
         self.channel = OneShotChannel(_SDKTransport(remote.id, remote), runner, REQUEST_DIR)
         self._attach(self.channel)
+
+    @property
+    def network_isolated(self) -> bool:
+        """Only with the deny-all egress policy: the server's default network reaches other sandboxes' execd."""
+        return self._deny_egress and not self.spec.network
 
     async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
         if self._closed:
@@ -160,13 +193,21 @@ class OpenSandboxSandbox(RunnerSandbox):
             raise _died(self.id, exc) from exc
 
     async def _terminate(self) -> None:
+        """Kill until the server says it is gone: a first kill of a container still full of processes
+        (a fork bomb) can fail after the kill, leaving it exited but not removed; the next one removes it."""
         try:
-            await self.remote.kill()
-        except SandboxApiException as exc:
-            if exc.status_code != 404:  # 404: already gone (expired, killed from outside)
-                log.warning("opensandbox sandbox %s: kill failed: %s", self.id, exc)
-        except SandboxException as exc:
-            log.warning("opensandbox sandbox %s: kill failed: %s", self.id, exc)
+            for attempt in range(KILL_ATTEMPTS):
+                try:
+                    await self.remote.kill()
+                    return
+                except SandboxApiException as exc:
+                    if exc.status_code == 404:  # already gone (expired, killed from outside)
+                        return
+                    failure: SandboxException = exc
+                except SandboxException as exc:
+                    failure = exc
+                await asyncio.sleep(0.5 * (attempt + 1))
+            log.warning("opensandbox sandbox %s: kill failed %d times: %s", self.id, KILL_ATTEMPTS, failure)
         finally:
             with contextlib.suppress(Exception):
                 await self.remote.close()
@@ -181,6 +222,10 @@ class OpenSandboxProvider:
         self.config = OpenSandboxProviderConfig(**options)
         self.rewriter = ImageRewriter.for_provider(self.config.image_rewrite)
         self.max_concurrent_creates = self.config.max_concurrent_creates
+
+    @property
+    def _deny_egress(self) -> bool:
+        return self.config.network_policy == "deny"
 
     def connection(self) -> ConnectionConfig:
         if not self.config.domain:
@@ -228,6 +273,8 @@ class OpenSandboxProvider:
             kwargs["entrypoint"] = self.config.entrypoint
         if not spec.network and self.config.network_policy == "deny":
             kwargs["network_policy"] = NetworkPolicy(default_action="deny", egress=[])
+        elif not spec.network:
+            _warn_no_network_isolation()
         return kwargs
 
     async def _wait_ready(self, remote: Any) -> None:
@@ -258,7 +305,7 @@ class OpenSandboxProvider:
             )
         except SandboxException as exc:
             raise self._create_error(image, exc) from exc
-        sandbox = OpenSandboxSandbox(remote, spec, self.config.python)
+        sandbox = OpenSandboxSandbox(remote, spec, self.config.python, deny_egress=self._deny_egress)
         await sandbox._boot(self._ready(sandbox))
         return sandbox
 
@@ -281,7 +328,9 @@ class OpenSandboxProvider:
             await self._wait_ready(remote)
         except SandboxException as exc:
             raise SandboxError(f"cannot connect to opensandbox sandbox {sandbox_id}: {exc}") from exc
-        sandbox = OpenSandboxSandbox(remote, spec or SandboxSpec(image="unknown"), self.config.python)
+        sandbox = OpenSandboxSandbox(
+            remote, spec or SandboxSpec(image="unknown"), self.config.python, deny_egress=self._deny_egress
+        )
         await sandbox._boot(asyncio.sleep(0))
         return sandbox
 

@@ -88,7 +88,17 @@ class ProcessSandbox(RunnerSandbox):
         meta.update(runner_pid=self._proc.pid, runner_start=_start_time(self._proc.pid))
         (self.home / "meta.json").write_text(json.dumps(meta))
         assert self._proc.stdout is not None and self._proc.stdin is not None
-        self._attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe))
+        self._attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe, self._exited))
+
+    def _exited(self) -> bool:
+        """The runner process is gone or a zombie: read from /proc, since asyncio reaps it only later."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return True
+        try:
+            return Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except (OSError, IndexError):
+            return True
 
     async def _terminate(self) -> None:
         proc = self._proc
