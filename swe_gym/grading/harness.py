@@ -18,6 +18,7 @@ the reason). A forged runner channel or a patch that changed ``.git`` is tamperi
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -214,7 +215,8 @@ async def _control_kinds(
     task: SWETask, script: str | None, provider: ProviderLike, spec: SandboxSpec, pool: SandboxPool | None
 ) -> set[str] | str:
     """The anomaly kinds the eval shows without any patch (cached), or why it could not run."""
-    name = provider if isinstance(provider, str) else getattr(provider, "name", type(provider).__name__)
+    name = json.dumps(provider, sort_keys=True, default=str) if isinstance(provider, dict) else provider
+    name = name if isinstance(name, str) else f"{getattr(name, 'name', type(name).__name__)}:{id(name)}"
     digest = hashlib.sha256((script or task.eval.eval_script or task.eval.test_cmd or "").encode()).hexdigest()
     key = (task.instance_id, digest, str(name), spec.image or task.image or "")
     if key not in _CONTROLS:
