@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from swe_gym.errors import ChannelTamperedError, GradingError, SandboxError, TaskError
 from swe_gym.grading import changes, tamper
-from swe_gym.grading.eval_script import TEST_PATCH_FAILED, build_eval_script, restore_script, test_section
+from swe_gym.grading.eval_script import TEST_PATCH_FAILED, build_eval_script, restore_script
 from swe_gym.grading.parsers import TestStatus, get_parser
 from swe_gym.grading.patch import GIT_ENV, SCRATCH, apply_patch, patch_paths
 from swe_gym.grading.protect import SECTIONED, restore_set, task_test_files
@@ -52,12 +52,6 @@ def official_eval_script(task: SWETask) -> str:
     return official.eval_script(task)
 
 
-def judge_section(task: SWETask, section: str) -> tuple[bool, TestGroup, TestGroup, dict[str, TestStatus]]:
-    """The verdict on the test output: the official parser and rule for swebench tasks, ours otherwise."""
-    status = parse_section(task, section)
-    return (*judge_status(task, status), status)
-
-
 def parse_section(task: SWETask, section: str) -> dict[str, TestStatus]:
     if task.eval.harness == "swebench":
         from swe_gym.grading import official
@@ -73,14 +67,6 @@ def judge_status(task: SWETask, status: dict[str, TestStatus]) -> tuple[bool, Te
         return official.judge(task, status)
     f2p, p2p = classify(task.fail_to_pass, status), classify(task.pass_to_pass, status)
     return not f2p.failure and not p2p.failure, f2p, p2p
-
-
-def judge_log(task: SWETask, log: str) -> tuple[bool, TestGroup, TestGroup, dict[str, TestStatus]]:
-    """The verdict on an eval log with the plain (unsealed) markers; unresolved when the tests never ran."""
-    section = test_section(log)
-    if section is None:
-        return False, classify(task.fail_to_pass, {}), classify(task.pass_to_pass, {}), {}
-    return judge_section(task, section)
 
 
 @dataclass
