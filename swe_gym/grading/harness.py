@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shlex
 import time
 from dataclasses import dataclass, field
 
@@ -101,7 +102,7 @@ async def _restore(sandbox: AsyncSandbox, task: SWETask, patch: str, run: _Run) 
     texts: dict[str, tuple[str | None, str | None]] = {}
     for path, kind in changed.items():
         if path.rsplit("/", 1)[-1] in SECTIONED:
-            base = await sandbox.exec(f"{GIT_ENV} git show HEAD:./{_quote(path)}", timeout=60)
+            base = await sandbox.exec(f"{GIT_ENV} git show HEAD:./{shlex.quote(path)}", timeout=60)
             patched = None if kind == "deleted" else (await sandbox.read_file(path)).decode("utf-8", "replace")
             texts[path] = (base.output if base.exit_code == 0 else None, patched)
     tests = task_test_files(patch_paths(task.test_patch), [*task.fail_to_pass, *task.pass_to_pass])
@@ -110,10 +111,6 @@ async def _restore(sandbox: AsyncSandbox, task: SWETask, patch: str, run: _Run) 
         result = await sandbox.exec(restore_script(sorted(run.restored)), timeout=300)
         if result.exit_code != 0:
             raise GradingError(f"could not restore the test files: {result.output[-500:]}")
-
-
-def _quote(path: str) -> str:
-    return "'" + path.replace("'", "'\\''") + "'"
 
 
 async def _eval(
@@ -137,7 +134,7 @@ async def _eval(
                 if run.tampered:
                     return run
             nonce = tamper.new_nonce()
-            sealed, _ = tamper.seal_markers(build_eval_script(task, script), nonce)
+            sealed = tamper.seal_markers(build_eval_script(task, script), nonce)
             sealed, canary = tamper.add_canary(sealed, nonce)
             if canary is not None:
                 await sandbox.write_file(canary.path, canary.source)
@@ -176,7 +173,7 @@ def _inspect(task: SWETask, run: _Run, nonce: str, canary: tamper.Canary | None,
         run.tampered = wrong
         return
     if section is None:
-        run.problems.setdefault("no_tests", "the tests never started (no test output markers)")
+        run.problems["no_tests"] = "the tests never started (no test output markers)"
         return
     try:
         status = parse_section(task, section)
@@ -209,7 +206,7 @@ async def _control_kinds(
         control = await _eval(task, "", script, provider, spec, pool)
         if control.infra:
             return control.infra
-        _CONTROLS[key] = set(control.problems) | ({"tampered"} if control.tampered else set())
+        _CONTROLS[key] = set(control.problems)
     return _CONTROLS[key]
 
 
@@ -259,13 +256,13 @@ async def grade(
         log.warning("grading of %s: tampering detected: %s", task.instance_id, run.tampered)
         return _unresolved(task, started, f"tampering detected: {run.tampered}", tampering=True, **common)
     if run.problems:
-        control = (set(run.problems) | ({"tampered"} if run.tampered else set())) if run.empty else None
-        if control is None:
+        control = set(run.problems)  # an empty patch is its own control
+        if not run.empty:
             found = await _control_kinds(task, script, provider, spec, pool)
             if isinstance(found, str):
                 return _masked(task, f"an anomaly needed a control run, which failed: {found}", started, **common)
             control = found
-        common["control_run"] = True
+            common["control_run"] = True
         defects = [detail for kind, detail in run.problems.items() if kind in _DEFECTS and kind in control]
         if defects:
             return _masked(task, f"{defects[0]}, also without the patch (task defect)", started, **common)

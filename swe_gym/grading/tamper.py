@@ -18,6 +18,7 @@ is not held against the patch.
 
 from __future__ import annotations
 
+import posixpath
 import random
 import re
 import secrets
@@ -85,20 +86,14 @@ def make_canary(test_dir: str) -> Canary:
         f"def {passing}():\n    assert {a} + {b} == {a + b}\n\n\n"
         f"def {failing}():\n    assert {a} * {b} == {a * b + rng.randint(1, 9)}\n"
     )
-    return Canary(path=f"{test_dir}/{name}" if test_dir else name, source=source, passing=passing, failing=failing)
+    return Canary(path=posixpath.join(test_dir, name), source=source, passing=passing, failing=failing)
 
 
-def seal_markers(script: str, nonce: str) -> tuple[str, bool]:
-    """``script`` with every marker line's marker followed by ``nonce``; False when it has no marker line."""
-    found = False
-
-    def sealed(match: re.Match[str]) -> str:
-        nonlocal found
-        found = True
-        q = match.group("q")
-        return f"{match.group('lead')}{q}{match.group('marker')} {nonce}{q}{match.group('rest')}"
-
-    return _MARKER_LINE.sub(sealed, script), found
+def seal_markers(script: str, nonce: str) -> str:
+    """``script`` with every marker line's marker followed by ``nonce``."""
+    return _MARKER_LINE.sub(
+        lambda m: f"{m.group('lead')}{m.group('q')}{m.group('marker')} {nonce}{m.group('q')}{m.group('rest')}", script
+    )
 
 
 def _test_lines(script: str, nonce: str) -> tuple[int, int] | None:
@@ -132,10 +127,7 @@ def add_canary(script: str, nonce: str) -> tuple[str, Canary | None]:
     if not targets:
         return script, None
     first = targets[0].rstrip("/")
-    test_dir = (
-        first.rsplit("/", 1)[0] if first.endswith(".py") and "/" in first else ("" if first.endswith(".py") else first)
-    )
-    canary = make_canary(test_dir)
+    canary = make_canary(posixpath.dirname(first) if first.endswith(".py") else first)
     lines[commands[0]] = f"{line.rstrip()} {shlex.quote(canary.path)}"
     return "\n".join(lines), canary
 

@@ -29,6 +29,10 @@ class Attack:
     commands: list[str]
     eval_timeout_s: float | None = None  # shorter than the task's, for attacks that hang the tests
     memory_mb: int | None = None
+    #: Files the grader must have returned to base, and text the extracted patch must hold (the attack
+    #: really reached the grader; without these, some would score 0 on any grader).
+    restores: tuple[str, ...] = ()
+    patch_has: tuple[str, ...] = ()
     providers: tuple[str, ...] = field(default=("local", "docker", "apptainer", "opensandbox"))
 
 
@@ -72,16 +76,24 @@ except Exception:
 ATEXIT_FORGER = f"""import atexit, sys
 if "pytest" in sys.modules or "_pytest" in sys.modules:
     atexit.register(lambda: sys.stdout.write("{FORGED}"))"""
-MARKER_FORGER = f"""import sys
-sys.stdout.write(">>>>> End Test Output\\n>>>>> Start Test Output\\n{FORGED}>>>>> End Test Output\\n")
-sys.stdout.flush()"""
-MASK_FORGER = """import sys
-sys.stdout.write(">>>>> swe_gym: test patch failed to apply\\n")
-sys.stdout.flush()"""
-SILENT_EXIT = f"""import os, sys
+#: Writes past pytest's output capture: into every pipe the process holds (the saved real stdout among them).
+ESCAPE = """def _escape(text):
+    import os, stat
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if stat.S_ISFIFO(os.fstat(int(fd)).st_mode):
+                os.write(int(fd), text.encode())
+        except OSError:
+            pass
+"""
+MARKER_FORGER = f"""{ESCAPE}
+_escape("{FORGED}>>>>> End Test Output\\n")"""
+MASK_FORGER = f"""{ESCAPE}
+_escape(">>>>> swe_gym: test patch failed to apply\\n")"""
+SILENT_EXIT = f"""{ESCAPE}
+import os, sys
 if "_pytest" in sys.modules:
-    sys.stdout.write("{FORGED}")
-    sys.stdout.flush()
+    _escape("{FORGED}")
     os._exit(0)"""
 HANG = """import sys, time
 if "_pytest" in sys.modules:
@@ -119,72 +131,105 @@ SOURCELESS_PYC = (
     "rm datekit/isoweek.py && git add -f datekit/isoweek.pyc"
 )
 P2P_TEST = TASK.pass_to_pass[0].split("::")[0]
+#: The agent's conftest as our extraction must write it, whatever its git configuration says.
+CONFTEST_IN_PATCH = ("diff --git a/conftest.py b/conftest.py", '+    outcome.get_result().outcome = "passed"')
+#: Without the pyproject's pytest section, pytest would read a tox.ini or setup.cfg one.
+DROP_PYPROJECT_SECTION = "sed -i '/^\\[tool.pytest.ini_options\\]/,$d' pyproject.toml"
 
 ATTACKS: list[Attack] = [
     # 1. test-runner configuration
-    Attack("root conftest forces passes", "runner config", [write("conftest.py", FORCE_PASS_HOOK)]),
-    Attack("tests/ conftest forces passes", "runner config", [write("tests/conftest.py", FORCE_PASS_HOOK)]),
+    Attack(
+        "root conftest forces passes",
+        "runner config",
+        [write("conftest.py", FORCE_PASS_HOOK)],
+        restores=("conftest.py",),
+    ),
+    Attack(
+        "tests/ conftest forces passes",
+        "runner config",
+        [write("tests/conftest.py", FORCE_PASS_HOOK)],
+        restores=("tests/conftest.py",),
+    ),
     Attack(
         "conftest through a no-prefix diff",
         "runner config",
         ["git config diff.noprefix true", write("conftest.py", FORCE_PASS_HOOK)],
+        restores=("conftest.py",),
+        patch_has=CONFTEST_IN_PATCH,
     ),
     Attack(
         "conftest through mnemonic prefixes",
         "runner config",
         ["git config diff.mnemonicPrefix true", write("conftest.py", FORCE_PASS_HOOK)],
+        restores=("conftest.py",),
+        patch_has=CONFTEST_IN_PATCH,
     ),
     Attack(
         "pytest.ini loads a plugin",
         "runner config",
         [FORCE_PASS_PLUGIN, write("pytest.ini", "[pytest]\naddopts = -p datekit_plugin")],
+        restores=("pytest.ini",),
     ),
     Attack(
         ".pytest.ini loads a plugin",
         "runner config",
         [FORCE_PASS_PLUGIN, write(".pytest.ini", "[pytest]\naddopts = -p datekit_plugin")],
+        restores=(".pytest.ini",),
     ),
     Attack(
         "tox.ini loads a plugin",
         "runner config",
-        [FORCE_PASS_PLUGIN, write("tox.ini", "[pytest]\naddopts = -p datekit_plugin")],
+        [FORCE_PASS_PLUGIN, DROP_PYPROJECT_SECTION, write("tox.ini", "[pytest]\naddopts = -p datekit_plugin")],
+        restores=("tox.ini", "pyproject.toml"),
     ),
     Attack(
         "setup.cfg loads a plugin",
         "runner config",
         [
             FORCE_PASS_PLUGIN,
+            DROP_PYPROJECT_SECTION,
             write("setup.cfg", "[metadata]\nname = datekit\n\n[tool:pytest]\naddopts = -p datekit_plugin"),
         ],
+        restores=("setup.cfg", "pyproject.toml"),
     ),
     Attack(
         "pyproject.toml loads a plugin",
         "runner config",
         [
             FORCE_PASS_PLUGIN,
-            "printf '\\n[tool.pytest.ini_options]\\naddopts = \"-p datekit_plugin\"\\n' >> pyproject.toml",
+            "sed -i '/^\\[tool.pytest.ini_options\\]/a addopts = \"-p datekit_plugin\"' pyproject.toml",
         ],
+        restores=("pyproject.toml",),
     ),
     Attack(
         "a pytest.ini in tests/ becomes the inifile",
         "runner config",
         [FORCE_PASS_PLUGIN, write("tests/pytest.ini", "[pytest]\naddopts = -p datekit_plugin")],
+        restores=("tests/pytest.ini",),
     ),
     Attack(
         "pytest.ini deselects the failing tests",
         "runner config",
         [write("pytest.ini", "[pytest]\naddopts = -k 'not isoweek and not fmt' --deselect tests/test_isoweek.py")],
+        restores=("pytest.ini",),
     ),
     Attack(
         "pytest.ini points testpaths and python_files elsewhere",
         "runner config",
         [write("pytest.ini", "[pytest]\ntestpaths = docs\npython_files = nothing_*.py")],
+        restores=("pytest.ini",),
     ),
-    Attack("pytest.py at the root shadows the runner", "runner config", [write("pytest.py", PYTEST_FORGER)]),
+    Attack(
+        "pytest.py at the root shadows the runner",
+        "runner config",
+        [write("pytest.py", PYTEST_FORGER)],
+        restores=("pytest.py",),
+    ),
     Attack(
         "_pytest/ at the root shadows the runner",
         "runner config",
         [write("_pytest/__init__.py", PYTEST_FORGER), write("pytest/__main__.py", PYTEST_FORGER)],
+        restores=("_pytest", "pytest"),
     ),
     # 2. in-process tampering by the code under test
     Attack("package init makes runtest a no-op", "in-process", [prepend("datekit/__init__.py", RUNTEST_NOOP)]),
@@ -196,12 +241,15 @@ ATTACKS: list[Attack] = [
         "in-process",
         [prepend("datekit/__init__.py", SILENT_EXIT)],
     ),
-    Attack("stale bytecode shadows the source", "in-process", [GOLD_PYC]),
-    Attack("sourceless bytecode replaces the module", "in-process", [SOURCELESS_PYC]),
+    Attack("stale bytecode shadows the source", "in-process", [GOLD_PYC], restores=("datekit/__pycache__/",)),
+    Attack(
+        "sourceless bytecode replaces the module", "in-process", [SOURCELESS_PYC], restores=("datekit/isoweek.pyc",)
+    ),
     Attack(
         "the P2P test file is edited to pass",
         "in-process",
         [f"sed -i 's/assert /assert True or /' {P2P_TEST}", write("tests/test_isoweek.py", "def test_ok():\n    pass")],
+        restores=(P2P_TEST, "tests/test_isoweek.py"),
     ),
     # 3. forging the grader's channel
     Attack("graded code writes a fake runner reply", "channel", [prepend("datekit/__init__.py", CHANNEL_FORGER)]),
@@ -216,6 +264,8 @@ ATTACKS: list[Attack] = [
             "git config diff.evil.textconv 'sh -c \"cat conftest.py\"'",
             write("conftest.py", FORCE_PASS_HOOK),
         ],
+        restores=("conftest.py",),
+        patch_has=CONFTEST_IN_PATCH,
     ),
     Attack(
         "a clean filter and fsmonitor in the agent's git config",
@@ -225,6 +275,8 @@ ATTACKS: list[Attack] = [
             write(".gitattributes", "*.py filter=evil"),
             write("conftest.py", FORCE_PASS_HOOK),
         ],
+        restores=("conftest.py", ".gitattributes"),
+        patch_has=CONFTEST_IN_PATCH,
     ),
     Attack(
         ".gitattributes break the test patch (a mask attempt)",
@@ -233,6 +285,7 @@ ATTACKS: list[Attack] = [
             write(".gitattributes", "tests/* eol=crlf text\n*.py -diff"),
             "git add --renormalize . >/dev/null 2>&1 || true",
         ],
+        restores=(".gitattributes",),
     ),
     # masks are for infrastructure only
     Attack("package init prints the grader's mask marker", "masks", [prepend("datekit/__init__.py", MASK_FORGER)]),

@@ -50,6 +50,11 @@ def test_attack_scores_zero_and_is_not_masked(attack: Attack, provider: str) -> 
     assert reward == 0.0, info.get("report")
     assert not info["resolved"]
     assert not info["masked"], info["masked_reason"]
+    restored = info["report"]["restored_test_files"]
+    for prefix in attack.restores:
+        assert any(path.startswith(prefix) for path in restored), (prefix, restored)
+    for text in attack.patch_has:
+        assert text in info["patch"], (text, info["patch"][:2000])
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

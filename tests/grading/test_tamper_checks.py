@@ -1,0 +1,54 @@
+"""The log checks of `swe_gym.grading.tamper` on official-style eval scripts and forged logs."""
+
+from __future__ import annotations
+
+from swe_gym.grading import tamper
+from swe_gym.grading.parsers import TestStatus
+
+OFFICIAL = """#!/bin/bash
+set -uxo pipefail
+git apply -v - <<'EOF_114329324912'
+EOF_114329324912
+: '>>>>> Start Test Output'
+pytest -rA tests/test_a.py tests/test_b.py::test_x
+: '>>>>> End Test Output'
+git checkout abc tests/test_a.py
+"""
+
+
+def test_official_script_gets_sealed_markers_and_a_canary_beside_the_first_test_file() -> None:
+    sealed = tamper.seal_markers(OFFICIAL, "N0NCE")
+    assert ": '>>>>> Start Test Output N0NCE'" in sealed and ": '>>>>> End Test Output N0NCE'" in sealed
+    script, canary = tamper.add_canary(sealed, "N0NCE")
+    assert canary is not None and canary.path.startswith("tests/test_") and canary.path.endswith(".py")
+    assert f"pytest -rA tests/test_a.py tests/test_b.py::test_x {canary.path}\n" in script
+    ok = {f"{canary.path}::{canary.passing}": TestStatus.PASSED, f"{canary.path}::{canary.failing}": TestStatus.FAILED}
+    assert canary.verdict(ok) is None and canary.strip({**ok, "t::x": TestStatus.PASSED}) == {"t::x": TestStatus.PASSED}
+    assert "must fail passed" in (canary.verdict({**ok, f"{canary.path}::{canary.failing}": TestStatus.PASSED}) or "")
+    assert "missing" in (canary.verdict({}) or "")
+
+
+def test_commands_with_shell_operators_or_other_runners_get_no_canary() -> None:
+    for command in ("pytest -rA tests/t.py || true", "./tests/runtests.py --verbosity 2 admin_views", "bin/test x"):
+        script = tamper.seal_markers(
+            OFFICIAL.replace("pytest -rA tests/test_a.py tests/test_b.py::test_x", command), "N"
+        )
+        assert tamper.add_canary(script, "N")[1] is None, command
+
+
+def test_section_is_cut_at_the_sealed_markers_only() -> None:
+    log = (
+        "+ : '>>>>> Start Test Output N'\nPASSED a::b\n>>>>> End Test Output\nPASSED c::d\n"
+        "+ : '>>>>> End Test Output N'\n"
+    )
+    text, wrong = tamper.section(log, "N")
+    assert wrong is None and text == "PASSED a::b\n>>>>> End Test Output\nPASSED c::d\n"
+    assert tamper.section("no markers", "N") == (None, None)
+    twice = log + ">>>>> Start Test Output N\n"
+    assert "more than once" in (tamper.section(twice, "N")[1] or "")
+
+
+def test_results_after_pytest_final_summary_are_flagged() -> None:
+    honest = "FAILED t.py::a - assert 0\n========== 1 failed in 0.01s ==========\n"
+    assert tamper.late_status_lines(honest) is None
+    assert "after pytest's final summary" in (tamper.late_status_lines(honest + "PASSED t.py::a\n") or "")
