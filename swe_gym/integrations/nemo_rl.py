@@ -50,8 +50,6 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import hashlib
-import json
 import logging
 import re
 import time
@@ -68,7 +66,7 @@ from swe_gym.envs.prompt import SUBMIT, task_prompt
 from swe_gym.envs.text import to_observation
 from swe_gym.errors import ConfigError
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
+from swe_gym.sandbox.loop import background_loop, run_sync
 from swe_gym.tasks import SWETask, load_tasks
 
 if TYPE_CHECKING:
@@ -78,6 +76,9 @@ log = logging.getLogger(__name__)
 
 #: What NeMo RL's registries name: the Ray actor class (see `register_with_nemo_rl`).
 ACTOR_CLASS_FQN = "swe_gym.integrations.nemo_rl.SWEGymEnvironmentActor"
+#: Starts an episode's first observation; `_row_episode` reads it back from a finished batch row.
+EPISODE_TAG = "[swe_gym episode {}]"
+_EPISODE_TAG = re.compile(r"^\[swe_gym episode ([\w-]+)\]")
 #: The name `register_with_nemo_rl` registers by default (``data.default.env_name`` and the ``env:`` key in YAML).
 DEFAULT_ENV_NAME = "swe_gym"
 
@@ -88,8 +89,13 @@ try:  # NeMo RL's own types when it is installed, so isinstance and type checks 
     from nemo_rl.environments.interfaces import EnvironmentInterface, EnvironmentReturn
 
     NEMO_RL_AVAILABLE = True
-except ImportError:  # the PyPI `nemo-rl` is an empty placeholder: same names, same fields, same order
+    log.info("swe_gym NeMo RL env: using NeMo RL's own EnvironmentInterface and EnvironmentReturn")
+except ImportError as _exc:  # the PyPI `nemo-rl` is an empty placeholder: same names, same fields, same order
     NEMO_RL_AVAILABLE = False
+    if _exc.name is not None and _exc.name.split(".")[0] == "nemo_rl":
+        log.info("swe_gym NeMo RL env: NeMo RL is not installed; using swe_gym's copies of its types")
+    else:  # NeMo RL is there but one of its own imports failed: say so, never switch silently
+        log.warning("swe_gym NeMo RL env: NeMo RL failed to import (%s); using swe_gym's copies of its types", _exc)
     BatchedDataDict = dict  # type: ignore[assignment,misc]  # NeMo RL's is a dict-like UserDict
 
     class EnvironmentReturn(NamedTuple, Generic[MetadataT]):  # type: ignore[no-redef]
@@ -158,6 +164,11 @@ class SWEGymEnvConfig(BaseModel):
     idle_timeout_s: float = Field(default=3600.0, gt=0, description="live episodes not stepped this long are closed")
     max_live_episodes: int = Field(default=4096, ge=1)
     max_remembered: int = Field(default=100_000, ge=1, description="ended episodes remembered for late metadata")
+    masked_reward: Literal["task_mean", "zero"] = Field(
+        default="task_mean",
+        description="reward of a masked sample: the mean of the task's unmasked episodes (harmless where the "
+        "trainer keeps it), or 0.0; the rollout hook also sets it to its prompt group's mean and masks its loss",
+    )
 
     def episode_options(self) -> EnvOptions:
         fields = set(EnvOptions.model_fields) & set(type(self).model_fields)
@@ -285,38 +296,31 @@ class SWEGymEnvironment(EnvironmentInterface):
         self._by_id = {task.instance_id: task for task in self.tasks}
         self._live: dict[str, _Live] = {}
         self._ended: OrderedDict[str, EpisodeOutcome] = OrderedDict()
-        self._by_fingerprint: OrderedDict[str, str] = OrderedDict()
         self._closed = False
         run_sync(warm_up(self.settings, self.tasks))
 
     # -- NeMo RL API ----------------------------------------------------------------------
 
     def step(
-        self, message_log_batch: list[list[dict[str, Any]]], metadata: list[dict[str, Any] | None]
+        self,
+        message_log_batch: list[list[dict[str, Any]]],
+        metadata: list[dict[str, Any] | None],
+        return_extracted_answer: bool = False,
     ) -> EnvironmentReturn:
-        """One turn for every sample of the batch, all concurrently."""
-        if self._closed:
-            raise RuntimeError("this SWEGymEnvironment was shut down; make a new one")
-        if len(message_log_batch) != len(metadata):
-            raise ValueError(
-                f"step got {len(message_log_batch)} message logs but {len(metadata)} metadata entries; "
-                "NeMo RL sends one of each per sample"
-            )
-        turns: list[_Turn] = run_sync(self._step_batch(list(message_log_batch), list(metadata)))
-        torch = _torch()
-        stops = self.config.next_stop_strings()
-        return EnvironmentReturn(
-            observations=[{"role": self.config.observation_role, "content": t.observation} for t in turns],
-            metadata=[t.metadata for t in turns],
-            next_stop_strings=[None if t.terminated else stops for t in turns],
-            rewards=torch.tensor([t.reward for t in turns], dtype=torch.float32),
-            terminateds=torch.tensor([t.terminated for t in turns], dtype=torch.bool),
-            answers=[t.answer for t in turns],
-        )
+        """One turn for every sample of the batch, all concurrently.
+
+        ``return_extracted_answer`` (NeMo RL's eval path passes it) changes nothing: ``answers`` always
+        hold each ended episode's patch.
+        """
+        return self._result(run_sync(self._step_batch(*self._checked(message_log_batch, metadata))))
 
     def global_post_process_and_metrics(self, batch: BatchedDataDict) -> tuple[BatchedDataDict, dict]:
-        """Mark masked samples (``batch["mask_sample"]``, ``loss_multiplier`` 0), close episodes the
-        trainer stopped on its own, and return swe_gym metrics for the batch."""
+        """Mark masked samples (``batch["mask_sample"]``, ``loss_multiplier`` 0, and ``total_reward`` the
+        mean of the unmasked samples of the same prompt, so the group's baseline does not move), close
+        episodes the trainer stopped on its own, and return swe_gym metrics for the batch.
+
+        NeMo RL never calls this itself: `register_with_nemo_rl` installs `install_rollout_hook`, which
+        calls it on every rollout's batch."""
         torch = _torch()
         infos = _column(batch, "extra_env_info")
         logs = _column(batch, "message_log")
@@ -335,6 +339,8 @@ class SWEGymEnvironment(EnvironmentInterface):
             if earlier is not None and len(earlier) == rows:
                 masked = masked | torch.as_tensor(earlier, dtype=torch.bool)
             batch["mask_sample"] = masked
+            if "total_reward" in batch and bool(masked.any()):
+                batch["total_reward"] = _group_mean_for_masked(batch, masked.tolist(), logs)
             if "loss_multiplier" in batch:
                 multiplier = batch["loss_multiplier"]
                 if isinstance(multiplier, torch.Tensor):
@@ -358,6 +364,11 @@ class SWEGymEnvironment(EnvironmentInterface):
         }
         return batch, metrics
 
+    def rollout_done(self, batch: BatchedDataDict) -> tuple[BatchedDataDict, dict]:
+        """What `swe_gym.integrations.nemo_rl_hook` calls after each NeMo RL rollout (and how it knows
+        an env is ours): `global_post_process_and_metrics` of the rollout's rows."""
+        return self.global_post_process_and_metrics(batch)
+
     def shutdown(self) -> None:
         """Close every live episode's sandbox (concurrently) and the warm pool; idempotent."""
         if self._closed:
@@ -369,6 +380,28 @@ class SWEGymEnvironment(EnvironmentInterface):
             run_sync(self.settings.pool.close())
 
     # -- extras ---------------------------------------------------------------------------
+
+    def _checked(self, message_log_batch: list[Any], metadata: list[Any]) -> tuple[list[Any], list[Any]]:
+        if self._closed:
+            raise RuntimeError("this SWEGymEnvironment was shut down; make a new one")
+        if len(message_log_batch) != len(metadata):
+            raise ValueError(
+                f"step got {len(message_log_batch)} message logs but {len(metadata)} metadata entries; "
+                "NeMo RL sends one of each per sample"
+            )
+        return list(message_log_batch), list(metadata)
+
+    def _result(self, turns: list[_Turn]) -> EnvironmentReturn:
+        torch = _torch()
+        stops = self.config.next_stop_strings()
+        return EnvironmentReturn(
+            observations=[{"role": self.config.observation_role, "content": t.observation} for t in turns],
+            metadata=[t.metadata for t in turns],
+            next_stop_strings=[None if t.terminated else stops for t in turns],
+            rewards=torch.tensor([t.reward for t in turns], dtype=torch.float32),
+            terminateds=torch.tensor([t.terminated for t in turns], dtype=torch.bool),
+            answers=[t.answer for t in turns],
+        )
 
     @property
     def live_episodes(self) -> list[str]:
@@ -390,13 +423,17 @@ class SWEGymEnvironment(EnvironmentInterface):
 
     # -- internals -------------------------------------------------------------------------
 
-    def _row_episode(self, info: Any, message_log: Any) -> str | None:
-        """The episode a finished batch row belongs to: by its last turn's message log (the env
-        observation dropped), else by the ``episode_id`` of its ``extra_env_info``."""
-        if isinstance(message_log, Sequence) and message_log:
-            found = self._by_fingerprint.get(_fingerprint(message_log[:-1]))
-            if found is not None:
-                return found
+    @staticmethod
+    def _row_episode(info: Any, message_log: Any) -> str | None:
+        """The episode a finished batch row belongs to: the tag of its first environment message
+        (which NeMo RL keeps even for a sample that ended, or was cut, on its first turn), else the
+        ``episode_id`` of its ``extra_env_info``. Never its history: GRPO's repeats share one."""
+        for message in message_log if isinstance(message_log, Sequence) else ():
+            content = message.get("content") if isinstance(message, Mapping) else None
+            if isinstance(content, str) and message.get("role") != "assistant":  # the model cannot pose as one
+                found = _EPISODE_TAG.match(content)
+                if found:
+                    return found.group(1)
         episode_id = info.get("episode_id") if isinstance(info, Mapping) else None
         return episode_id if isinstance(episode_id, str) else None
 
@@ -449,7 +486,7 @@ class SWEGymEnvironment(EnvironmentInterface):
         if kind == "reject":
             reason, meta = payload
             log.warning("swe_gym NeMo RL env: %s", reason)
-            return self._rejected(reason, meta, message_log)
+            return self._rejected(reason, meta)
         if kind == "start":
             episode_id, task, meta = payload
             live = _Live(Episode(self.settings, task), episode_id, base=meta)
@@ -462,10 +499,10 @@ class SWEGymEnvironment(EnvironmentInterface):
             )
         except TimeoutError:
             reason = f"the turn took over turn_timeout_s={self.config.turn_timeout_s:g}s"
-            return await self._mask(live, reason, message_log)
+            return await self._mask(live, reason)
         except Exception as exc:  # an infrastructure failure of one episode never sinks the batch
             log.warning("swe_gym NeMo RL env: episode %s failed", live.episode_id, exc_info=True)
-            return await self._mask(live, f"{type(exc).__name__}: {exc}", message_log)
+            return await self._mask(live, f"{type(exc).__name__}: {exc}")
 
     async def _run_turn(self, live: _Live, message_log: list[dict[str, Any]], *, starting: bool) -> _Turn:
         episode, cfg = live.episode, self.config
@@ -484,9 +521,7 @@ class SWEGymEnvironment(EnvironmentInterface):
                 return self._continuing(live, to_observation(text, cfg.max_observation_chars), format_error=True)
             info: dict[str, Any] = {"step": episode.steps}
             observation, reward, terminated, truncated, info = await episode.truncate(text, info)
-            return self._ended_turn(
-                live, message_log, observation, reward, info, truncated=truncated, format_error=True
-            )
+            return self._ended_turn(live, observation, reward, info, truncated=truncated, format_error=True)
         if live.turns >= cfg.max_steps and command.strip() != SUBMIT:
             # Episode counts only commands; this env counts every turn, so it ends the episode itself.
             result = await episode.step(command)
@@ -496,7 +531,7 @@ class SWEGymEnvironment(EnvironmentInterface):
         else:
             observation, reward, terminated, truncated, info = await episode.step(command)
         if terminated or truncated:
-            return self._ended_turn(live, message_log, observation, reward, info, truncated=truncated)
+            return self._ended_turn(live, observation, reward, info, truncated=truncated)
         return self._continuing(live, observation)
 
     def _meta(self, live: _Live, **extra: Any) -> dict[str, Any]:
@@ -514,12 +549,11 @@ class SWEGymEnvironment(EnvironmentInterface):
     def _continuing(self, live: _Live, observation: str, *, format_error: bool = False) -> _Turn:
         live.last_used = time.monotonic()
         meta = self._meta(live, terminated=False, truncated=False, format_error=format_error)
-        return _Turn(observation, 0.0, False, meta, None)
+        return _Turn(self._tagged(live, observation), 0.0, False, meta, None)
 
     def _ended_turn(
         self,
         live: _Live,
-        message_log: list[dict[str, Any]],
         observation: str,
         reward: float,
         info: Mapping[str, Any],
@@ -528,10 +562,11 @@ class SWEGymEnvironment(EnvironmentInterface):
         format_error: bool = False,
     ) -> _Turn:
         masked = bool(info.get("masked"))
+        reward = self._masked_reward(live.episode.task.instance_id) if masked else float(reward)
         outcome = EpisodeOutcome(
             episode_id=live.episode_id,
             instance_id=live.episode.task.instance_id,
-            reward=float(reward),
+            reward=reward,
             resolved=bool(info.get("resolved")),
             masked=masked,
             masked_reason=info.get("masked_reason"),
@@ -539,7 +574,7 @@ class SWEGymEnvironment(EnvironmentInterface):
             format_errors=live.format_errors,
             truncated=truncated,
         )
-        self._remember(outcome, message_log)
+        self._remember(outcome)
         self._live.pop(live.episode_id, None)
         meta = self._meta(
             live,
@@ -549,52 +584,52 @@ class SWEGymEnvironment(EnvironmentInterface):
             masked=masked,
             masked_reason=outcome.masked_reason,
             resolved=outcome.resolved,
-            reward=outcome.reward,
+            reward=reward,
         )
-        return _Turn(observation, float(reward), True, meta, info.get("patch"))
+        return _Turn(self._tagged(live, observation), reward, True, meta, info.get("patch"))
 
-    def _rejected(self, reason: str, meta: dict[str, Any], message_log: list[dict[str, Any]]) -> _Turn:
-        """A sample the env cannot act on: masked and ended, remembered by its log for post-processing."""
+    def _rejected(self, reason: str, meta: dict[str, Any]) -> _Turn:
+        """A sample the env cannot act on: masked and ended, remembered (by the tag of its observation)."""
         instance_id = meta.get("instance_id") if isinstance(meta.get("instance_id"), str) else None
-        self._remember(
-            EpisodeOutcome(f"rejected-{uuid.uuid4().hex}", instance_id, 0.0, False, True, reason, 0, 0, False),
-            message_log,
-        )
+        episode_id = f"rejected-{uuid.uuid4().hex}"
+        reward = self._masked_reward(instance_id)
+        self._remember(EpisodeOutcome(episode_id, instance_id, reward, False, True, reason, 0, 0, False))
         meta = {**meta, "masked": True, "masked_reason": reason, "terminated": True, "truncated": False}
         text = to_observation(f"[swe_gym: sample masked: {reason}]", self.config.max_observation_chars)
-        return _Turn(text, 0.0, True, meta, None)
+        return _Turn(f"{EPISODE_TAG.format(episode_id)}\n{text}", reward, True, meta, None)
 
-    async def _mask(self, live: _Live, reason: str, message_log: list[dict[str, Any]]) -> _Turn:
-        """End a live episode as an infrastructure failure: sandbox closed, reward 0, masked."""
+    async def _mask(self, live: _Live, reason: str) -> _Turn:
+        """End a live episode as an infrastructure failure: sandbox closed, masked, a harmless reward."""
         self._live.pop(live.episode_id, None)
         live.episode.done = True
         try:
             await live.episode.close()
         except Exception as exc:
             log.warning("could not close the sandbox of episode %s: %s", live.episode_id, exc)
-        outcome = EpisodeOutcome(
-            live.episode_id,
-            live.episode.task.instance_id,
-            0.0,
-            False,
-            True,
-            reason,
-            live.turns,
-            live.format_errors,
-            True,
-        )
-        self._remember(outcome, message_log)
-        meta = self._meta(live, masked=True, masked_reason=reason, terminated=True, truncated=True, reward=0.0)
+        instance_id = live.episode.task.instance_id
+        reward = self._masked_reward(instance_id)
+        turns, errors = live.turns, live.format_errors
+        self._remember(EpisodeOutcome(live.episode_id, instance_id, reward, False, True, reason, turns, errors, True))
+        meta = self._meta(live, masked=True, masked_reason=reason, terminated=True, truncated=True, reward=reward)
         text = to_observation(f"[swe_gym: episode masked: {reason}]", self.config.max_observation_chars)
-        return _Turn(text, 0.0, True, meta, None)
+        return _Turn(self._tagged(live, text), reward, True, meta, None)
 
-    def _remember(self, outcome: EpisodeOutcome, message_log: list[dict[str, Any]] | None) -> None:
+    @staticmethod
+    def _tagged(live: _Live, observation: str) -> str:
+        """The episode's first observation starts with its tag: how a finished batch row finds its episode."""
+        return f"{EPISODE_TAG.format(live.episode_id)}\n{observation}" if live.turns <= 1 else observation
+
+    def _masked_reward(self, instance_id: str | None) -> float:
+        """What a masked sample is paid where the trainer keeps it: the mean reward of this task's unmasked
+        episodes the env remembers (so it moves no baseline and teaches nothing), else 0."""
+        if self.config.masked_reward != "task_mean":
+            return 0.0
+        return _mean([o.reward for o in self._ended.values() if o.instance_id == instance_id and not o.masked])
+
+    def _remember(self, outcome: EpisodeOutcome) -> None:
         self._ended[outcome.episode_id] = outcome
-        if message_log is not None:
-            self._by_fingerprint[_fingerprint(message_log)] = outcome.episode_id
-        for table in (self._ended, self._by_fingerprint):
-            while len(table) > self.config.max_remembered:
-                table.popitem(last=False)
+        while len(self._ended) > self.config.max_remembered:
+            self._ended.popitem(last=False)
 
     async def _abandon(self, episode_ids: list[str]) -> None:
         lives = [self._live.pop(i) for i in dict.fromkeys(episode_ids) if i in self._live]
@@ -610,7 +645,7 @@ class SWEGymEnvironment(EnvironmentInterface):
                 live.format_errors,
                 True,
             )
-            self._remember(outcome, None)
+            self._remember(outcome)
         await self._close_all(lives)
 
     async def _reap_idle(self) -> None:
@@ -654,14 +689,25 @@ def _torch() -> Any:
     return torch
 
 
-def _fingerprint(message_log: Sequence[Any]) -> str:
-    """A digest of a message log's roles and contents (the part NeMo RL sends to ``step``)."""
-    pairs = [
-        (m.get("role"), m.get("content") if isinstance(m.get("content"), str) else repr(m.get("content")))
-        for m in message_log
-        if isinstance(m, Mapping)
-    ]
-    return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+def _group_mean_for_masked(batch: Any, masked: list[bool], logs: list[Any]) -> Any:
+    """``total_reward`` with each masked row's value replaced by the mean of the unmasked rows of its prompt
+    group (GRPO's repeats: the same ``idx``, else the same first message), or 0 when all of them are masked."""
+    torch = _torch()
+    rewards = torch.as_tensor(batch["total_reward"], dtype=torch.float32).clone()
+    ids = _column(batch, "idx")
+
+    def group(i: int) -> str:
+        if i < len(ids):
+            return repr(ids[i].item() if hasattr(ids[i], "item") else ids[i])
+        first = logs[i][0] if i < len(logs) and logs[i] else {}
+        return repr(first.get("content") if isinstance(first, Mapping) else first)
+
+    keys = [group(i) for i in range(len(masked))]
+    for i, is_masked in enumerate(masked):
+        if is_masked:
+            kept = [float(rewards[j]) for j, key in enumerate(keys) if key == keys[i] and not masked[j]]
+            rewards[i] = _mean(kept)
+    return rewards
 
 
 def _column(batch: Any, key: str) -> list[Any]:
@@ -678,11 +724,39 @@ def _mean(values: Sequence[float | bool | int]) -> float:
 
 # -- Ray and NeMo RL registries -------------------------------------------------------------
 
+
+class _ActorEnvironment(SWEGymEnvironment):
+    """What the Ray actor runs. Its methods are coroutines, so Ray makes it an asyncio actor that serves
+    many calls at once (NeMo RL's async rollout sends one ``step`` per sample): each call's episodes run
+    on swe_gym's own loop, and the actor's loop only waits for them."""
+
+    async def step(  # type: ignore[override]
+        self,
+        message_log_batch: list[list[dict[str, Any]]],
+        metadata: list[dict[str, Any] | None],
+        return_extracted_answer: bool = False,
+    ) -> EnvironmentReturn:
+        work = self._step_batch(*self._checked(message_log_batch, metadata))
+        return self._result(await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, background_loop())))
+
+    async def global_post_process_and_metrics(self, batch: BatchedDataDict) -> tuple[BatchedDataDict, dict]:  # type: ignore[override]
+        return await asyncio.to_thread(SWEGymEnvironment.global_post_process_and_metrics, self, batch)
+
+    async def rollout_done(self, batch: BatchedDataDict) -> tuple[BatchedDataDict, dict]:  # type: ignore[override]
+        return await self.global_post_process_and_metrics(batch)
+
+    async def shutdown(self) -> None:  # type: ignore[override]
+        await asyncio.to_thread(SWEGymEnvironment.shutdown, self)
+
+
 _actor_class: Any = None
 
 
 def __getattr__(name: str) -> Any:
-    """``SWEGymEnvironmentActor``: ``ray.remote(SWEGymEnvironment)``, made on first access (Ray is optional)."""
+    """``SWEGymEnvironmentActor``: the Ray actor class, made on first access (Ray is optional).
+
+    Restarted like NeMo RL's own environments (``max_restarts=-1, max_task_retries=-1``): a restarted
+    actor knows none of the old episodes, so their samples end masked ("unknown episode")."""
     if name != "SWEGymEnvironmentActor":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     global _actor_class
@@ -691,7 +765,7 @@ def __getattr__(name: str) -> Any:
             import ray
         except ImportError:
             raise ConfigError("SWEGymEnvironmentActor needs Ray: pip install 'swe_gym[ray]'") from None
-        _actor_class = ray.remote(SWEGymEnvironment)
+        _actor_class = ray.remote(max_restarts=-1, max_task_retries=-1)(_ActorEnvironment)
     return _actor_class
 
 
@@ -699,7 +773,9 @@ def register_with_nemo_rl(env_name: str = DEFAULT_ENV_NAME) -> str:
     """Add swe_gym to NeMo RL's environment registry and actor-environment registry; returns ``env_name``.
 
     Call it in the training script before NeMo RL sets up its environments (``setup_data`` /
-    ``create_env``). Idempotent for the same name; a name taken by another env is an error.
+    ``create_env``). It also installs the rollout hook (`swe_gym.integrations.nemo_rl_hook`) that
+    brings swe_gym's masks into the rollout batch GRPO filters. Idempotent for the same name; a name
+    taken by another env is an error.
     """
     try:
         from nemo_rl.distributed.ray_actor_environment_registry import ACTOR_ENVIRONMENT_REGISTRY
@@ -710,8 +786,11 @@ def register_with_nemo_rl(env_name: str = DEFAULT_ENV_NAME) -> str:
             f"NeMo RL's registries cannot be imported ({exc}): install NeMo RL from its repository "
             "(the PyPI 'nemo-rl' is an empty placeholder), or use SWEGymEnvironmentActor directly"
         ) from None
+    from swe_gym.integrations.nemo_rl_hook import install_rollout_hook
+
     # The actor runs in the driver's interpreter, which has swe_gym installed.
     ACTOR_ENVIRONMENT_REGISTRY.setdefault(ACTOR_CLASS_FQN, PY_EXECUTABLES.SYSTEM)
+    install_rollout_hook()
     current = ENV_REGISTRY.get(env_name)
     if current is None:
         register_env(env_name, ACTOR_CLASS_FQN)

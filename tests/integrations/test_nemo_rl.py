@@ -12,6 +12,7 @@ import pytest
 from swe_gym.errors import ConfigError
 from swe_gym.integrations import nemo_rl
 from swe_gym.integrations.nemo_rl import (
+    EPISODE_TAG,
     ActionFormatError,
     EnvironmentInterface,
     EnvironmentReturn,
@@ -44,6 +45,16 @@ def env() -> Iterator[SWEGymEnvironment]:
     yield environment
     environment.shutdown()
     assert not leftover_sandboxes()["local"]
+
+
+def tag(metadata: dict[str, Any]) -> str:
+    return EPISODE_TAG.format(metadata["episode_id"])
+
+
+def untagged(content: str, metadata: dict[str, Any]) -> str:
+    """An episode's first observation without the tag it starts with (how post-processing finds its row)."""
+    assert content.startswith(tag(metadata) + "\n"), content
+    return content[len(tag(metadata)) + 1 :]
 
 
 def bash(command: str) -> str:
@@ -115,7 +126,9 @@ def test_types_are_structurally_nemo_rls() -> None:
         "batch",
     ]
     assert issubclass(SWEGymEnvironment, EnvironmentInterface) and not inspect.isabstract(SWEGymEnvironment)
-    assert list(inspect.signature(SWEGymEnvironment.step).parameters) == ["self", "message_log_batch", "metadata"]
+    # NeMo RL's eval path (evals/eval.py:387) passes a third positional argument, return_extracted_answer.
+    params = ["self", "message_log_batch", "metadata", "return_extracted_answer"]
+    assert list(inspect.signature(SWEGymEnvironment.step).parameters) == params
     assert callable(SWEGymEnvironment.shutdown)  # grpo.py calls environment.shutdown.remote()
     if not nemo_rl.NEMO_RL_AVAILABLE:
         assert EnvironmentReturn.__module__ == "swe_gym.integrations.nemo_rl"
@@ -140,7 +153,11 @@ def test_batch_runs_concurrently_gold_resolves_format_error_continues(env: SWEGy
     started = time.perf_counter()
     out = turn(env, convs, [bash("sleep 1; echo one"), bash("sleep 1; echo two"), bash("sleep 1; echo three")])
     elapsed = time.perf_counter() - started
-    assert [o["content"] for o in out.observations] == ["one\n", "two\n", "three\n"]
+    assert [untagged(o["content"], m) for o, m in zip(out.observations, out.metadata, strict=True)] == [
+        "one\n",
+        "two\n",
+        "three\n",
+    ]
     assert elapsed < 2.8, f"three 1 s commands took {elapsed:.1f}s: the batch did not run concurrently"
     assert isinstance(out, EnvironmentReturn)
     assert out.rewards.dtype == torch.float32 and out.rewards.shape == (3,) and not out.rewards.any()
@@ -190,6 +207,7 @@ def test_unknown_or_finished_metadata_is_masked_never_raised(env: SWEGymEnvironm
     ]
     logs = [[{"role": "assistant", "content": bash(f"echo {i}")}] for i in range(len(cases))]
     out = env.step(logs, [meta for meta, _ in cases])
+    rejected = out.observations
     assert out.terminateds.all() and not out.rewards.any()
     for (_, reason), meta, obs in zip(cases, out.metadata, out.observations, strict=True):
         assert meta["masked"] is True and reason in meta["masked_reason"], meta
@@ -199,12 +217,14 @@ def test_unknown_or_finished_metadata_is_masked_never_raised(env: SWEGymEnvironm
     # The same episode twice in one batch: the first runs, the repeat is masked.
     fresh = {"instance_id": TASKS[1].instance_id, "episode_id": "mine-1"}  # a caller-chosen id, step 0
     out = env.step([[{"role": "assistant", "content": bash("echo hi")}]] * 2, [fresh, fresh])
-    assert out.observations[0]["content"] == "hi\n" and out.metadata[0]["episode_id"] == "mine-1"
+    assert (
+        out.observations[0]["content"] == "[swe_gym episode mine-1]\nhi\n" and out.metadata[0]["episode_id"] == "mine-1"
+    )
     assert out.terminateds.tolist() == [False, True] and "more than once" in out.metadata[1]["masked_reason"]
 
     # Masked samples reach NeMo RL's loss mask through post-processing.
     batch = {
-        "message_log": [[*log, {"role": "environment", "content": "(the observation)"}] for log in logs],
+        "message_log": [[*log, obs] for log, obs in zip(logs, rejected, strict=True)],
         "extra_env_info": [meta for meta, _ in cases],
         "loss_multiplier": torch.ones(len(cases)),
     }
@@ -252,7 +272,7 @@ def test_tag_format_and_stop_strings() -> None:
     try:
         conv = Conversation(TASKS[0].instance_id)
         out = turn(environment, [conv], ["<bash>echo tagged</bash>"])
-        assert out.observations == [{"role": "user", "content": "tagged\n"}]
+        assert out.observations == [{"role": "user", "content": f"{tag(out.metadata[0])}\ntagged\n"}]
         assert out.next_stop_strings == [["</bash>"]]
         assert "<bash>" in build_prompt(TASKS[0], environment.config)
     finally:
@@ -319,3 +339,68 @@ def test_as_a_ray_actor(ray_cluster: Any) -> None:
     finally:
         ray.kill(actor)
     assert not leftover_sandboxes()["local"]
+
+
+def test_per_sample_calls_to_the_actor_run_concurrently(ray_cluster: Any) -> None:
+    """NeMo RL's async rollout sends one ``step`` per sample; the actor serves them at once, not in turn."""
+    ray = ray_cluster
+    config, _ = provider_setup("local")
+    actor = nemo_rl.SWEGymEnvironmentActor.options(runtime_env={"env_vars": {"SWE_GYM_RUN_ID": DEFAULT_RUN_ID}}).remote(
+        {"provider": config, "max_steps": 5}
+    )
+    try:
+        convs = [Conversation(TASKS[0].instance_id) for _ in range(4)]
+        command = bash("date +%s.%N; sleep 2; date +%s.%N")
+        refs = [actor.step.remote([c.say(command)], [c.meta]) for c in convs]
+        outs = ray.get(refs, timeout=240)
+        spans = [[float(x) for x in out.observations[0]["content"].split("\n")[1:3]] for out in outs]
+        assert max(start for start, _ in spans) < min(end for _, end in spans), spans  # all four overlapped
+        ray.get(actor.shutdown.remote(), timeout=10)
+    finally:
+        ray.kill(actor)
+    assert not leftover_sandboxes()["local"]
+
+
+def test_same_history_different_outcomes_each_row_gets_its_own(env: SWEGymEnvironment) -> None:
+    """GRPO repeats a prompt; identical replies give identical histories. The rows are told apart by
+    the episode tag of their first observation, never by history."""
+    convs = [Conversation(TASKS[0].instance_id) for _ in range(6)]
+    out = turn(env, convs, [bash("true")] * 6)
+    kill_from_outside(env._live[out.metadata[3]["episode_id"]].episode.sandbox)
+    out = turn(env, convs, [bash("true")] * 6)
+    assert out.metadata[3]["masked"] is True and not any(m["masked"] for i, m in enumerate(out.metadata) if i != 3)
+    for conv in convs:  # the rollout ends (max turns): the metadata NeMo RL keeps is the one sent last
+        conv.meta = {"instance_id": TASKS[0].instance_id}
+    batch, metrics = env.global_post_process_and_metrics(nemo_batch(convs))
+    assert batch["mask_sample"].tolist() == [False, False, False, True, False, False]
+    assert metrics["swe_gym/abandoned_episodes"] == 5 and env.live_episodes == []
+    assert not leftover_sandboxes()["local"]
+
+
+def test_rollout_hook_masks_rows_fixes_their_reward_and_closes_cut_episodes(env: SWEGymEnvironment) -> None:
+    """`post_process_rollout` (what the hook runs after each NeMo RL rollout) on a batch shaped like
+    ``run_multi_turn_rollout``'s: two prompt groups, one masked sample, one sample cut on its first turn."""
+    from swe_gym.integrations.nemo_rl_hook import post_process_rollout
+
+    convs = [Conversation(TASKS[0].instance_id) for _ in range(3)] + [Conversation(TASKS[1].instance_id)]
+    gold = [gold_action(0), gold_action(0), bash("true"), bash("true")]
+    out = turn(env, convs, gold)
+    kill_from_outside(env._live[out.metadata[2]["episode_id"]].episode.sandbox)
+    out = turn(env, convs[:3], [bash("submit"), bash("submit"), bash("true")])
+    # Masked at once, before its group's gradings end: the task's mean the env knew then (none yet: 0).
+    assert out.rewards.tolist() == [1.0, 1.0, 0.0] and out.metadata[2]["masked"]
+    convs[3].meta = {"instance_id": TASKS[1].instance_id}  # cut on its first turn: NeMo RL dropped its id
+    batch = {
+        **nemo_batch(convs),
+        "task_name": ["swe_gym"] * 4,
+        "idx": torch.tensor([0, 0, 0, 1]),
+        "total_reward": torch.tensor([1.0, 1.0, 0.0, 0.0]),
+    }
+    batch, metrics = post_process_rollout(batch, {"total_turns": 7}, {"swe_gym": env, "other": object()})
+    assert batch["mask_sample"].tolist() == [False, False, True, False]
+    assert batch["loss_multiplier"].tolist() == [1.0, 1.0, 0.0, 1.0]
+    assert batch["total_reward"].tolist() == [1.0, 1.0, 1.0, 0.0]  # the group's unmasked mean: no baseline shift
+    assert metrics["total_turns"] == 7 and metrics["swe_gym/abandoned_episodes"] == 1
+    assert env.live_episodes == [] and not leftover_sandboxes()["local"]
+    untouched = {"message_log": [[]], "task_name": ["other"], "total_reward": torch.tensor([0.5])}
+    assert post_process_rollout(untouched, {}, {"other": object()})[0] is untouched and "mask_sample" not in untouched
