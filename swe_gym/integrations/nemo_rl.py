@@ -691,22 +691,24 @@ def _torch() -> Any:
 
 def _group_mean_for_masked(batch: Any, masked: list[bool], logs: list[Any]) -> Any:
     """``total_reward`` with each masked row's value replaced by the mean of the unmasked rows of its prompt
-    group (GRPO's repeats: the same ``idx``, else the same first message), or 0 when all of them are masked."""
+    group (GRPO's repeats of one prompt: the same messages before the first reply; ``idx`` is no key, the
+    async rollout renumbers it), or 0 when all of them are masked."""
     torch = _torch()
     rewards = torch.as_tensor(batch["total_reward"], dtype=torch.float32).clone()
-    ids = _column(batch, "idx")
 
-    def group(i: int) -> str:
-        if i < len(ids):
-            return repr(ids[i].item() if hasattr(ids[i], "item") else ids[i])
-        first = logs[i][0] if i < len(logs) and logs[i] else {}
-        return repr(first.get("content") if isinstance(first, Mapping) else first)
+    def prompt(i: int) -> str:
+        log = logs[i] if i < len(logs) else []
+        before: list[Any] = []
+        for message in log:
+            if isinstance(message, Mapping) and message.get("role") == "assistant":
+                break
+            before.append((message.get("role"), message.get("content")) if isinstance(message, Mapping) else message)
+        return repr(before)
 
-    keys = [group(i) for i in range(len(masked))]
+    keys = [prompt(i) for i in range(len(masked))]
     for i, is_masked in enumerate(masked):
         if is_masked:
-            kept = [float(rewards[j]) for j, key in enumerate(keys) if key == keys[i] and not masked[j]]
-            rewards[i] = _mean(kept)
+            rewards[i] = _mean([float(rewards[j]) for j, key in enumerate(keys) if key == keys[i] and not masked[j]])
     return rewards
 
 

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 ROLLOUT_FUNCTIONS = ("run_multi_turn_rollout", "run_async_multi_turn_rollout")
 _MARK = "__swe_gym_rollout_hook__"
 #: The batch columns the env reads; the rest (token ids, logprobs) never cross to the actor.
-_COLUMNS = ("extra_env_info", "idx", "total_reward")
+_COLUMNS = ("extra_env_info", "total_reward")
 
 
 def install_rollout_hook() -> list[str]:

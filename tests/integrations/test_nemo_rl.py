@@ -393,7 +393,6 @@ def test_rollout_hook_masks_rows_fixes_their_reward_and_closes_cut_episodes(env:
     batch = {
         **nemo_batch(convs),
         "task_name": ["swe_gym"] * 4,
-        "idx": torch.tensor([0, 0, 0, 1]),
         "total_reward": torch.tensor([1.0, 1.0, 0.0, 0.0]),
     }
     batch, metrics = post_process_rollout(batch, {"total_turns": 7}, {"swe_gym": env, "other": object()})
