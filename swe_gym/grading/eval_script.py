@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from swe_gym.grading.install import OFFLINE_PIP
 from swe_gym.grading.patch import GIT_ENV, SCRATCH
 from swe_gym.tasks.model import SWETask
 
@@ -39,6 +40,7 @@ def build_eval_script(task: SWETask, script: str | None = None, restore: list[st
     lines = [
         "#!/bin/bash",
         "set -uo pipefail",
+        OFFLINE_PIP,
         f'cd {shlex.quote(task.workdir)} 2>/dev/null || cd "$(dirname "$0")/../.."',
     ]
     if restore:

@@ -22,20 +22,27 @@ import json
 import logging
 import shlex
 import time
-from dataclasses import dataclass, field
+from typing import Literal
 
 from swe_gym.errors import ChannelTamperedError, GradingError, SandboxError, TaskError
-from swe_gym.grading import changes, tamper
+from swe_gym.grading import changes, install, tamper
+from swe_gym.grading.eval_run import (
+    EvalRun,
+    install_command,
+    judge_status,
+    masked_report,
+    official_eval_script,
+    parse_section,
+    start_sandbox,
+)
 from swe_gym.grading.eval_script import TEST_PATCH_FAILED, build_eval_script, restore_script
-from swe_gym.grading.parsers import TestStatus, get_parser
 from swe_gym.grading.patch import GIT_ENV, SCRATCH, apply_patch, patch_paths
 from swe_gym.grading.protect import SECTIONED, restore_set, task_test_files
-from swe_gym.grading.report import GradeReport, TestGroup, classify
+from swe_gym.grading.report import GradeReport, classify
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.tasks.model import SWETask
-from swe_gym.tasks.provision import provision
 
 log = logging.getLogger(__name__)
 
@@ -47,54 +54,13 @@ _DEFECTS = {"timeout", "died", "test_patch", "no_tests", "unjudgeable"}
 _CHECKS = {"canary", "late_status"}
 
 
-def official_eval_script(task: SWETask) -> str:
-    from swe_gym.grading import official
-
-    return official.eval_script(task)
-
-
-def parse_section(task: SWETask, section: str) -> dict[str, TestStatus]:
-    if task.eval.harness == "swebench":
-        from swe_gym.grading import official
-
-        return official.parse_section(task, section)
-    return get_parser(task.eval.log_parser or "pytest")(section)
-
-
-def judge_status(task: SWETask, status: dict[str, TestStatus]) -> tuple[bool, TestGroup, TestGroup]:
-    if task.eval.harness == "swebench":
-        from swe_gym.grading import official
-
-        return official.judge(task, status)
-    f2p, p2p = classify(task.fail_to_pass, status), classify(task.pass_to_pass, status)
-    return not f2p.failure and not p2p.failure, f2p, p2p
-
-
-@dataclass
-class _Run:
-    """One eval in one fresh sandbox, and everything odd about it."""
-
-    empty: bool
-    applied: bool = False
-    method: str | None = None
-    apply_log: str = ""
-    restored: dict[str, str] = field(default_factory=dict)
-    log: str = ""
-    exit_code: int | None = None
-    status: dict[str, TestStatus] = field(default_factory=dict)
-    canary: str = "not run"
-    infra: str | None = None  # failed before the patch was in: masked
-    tampered: str | None = None  # only code in the sandbox can do this: unresolved outright
-    problems: dict[str, str] = field(default_factory=dict)  # kind -> detail, judged against the control
-
-
 #: (task, script, provider, image) -> the anomaly kinds of its control run (no patch).
 _CONTROLS: dict[tuple[str, str, str, str], set[str]] = {}
 
 
-async def _restore(sandbox: AsyncSandbox, task: SWETask, patch: str, run: _Run) -> None:
+async def _restore(sandbox: AsyncSandbox, task: SWETask, patch: str, run: EvalRun) -> None:
     """Return to base the files the apply changed that steer the test run."""
-    changed = await changes.changed_since_record(sandbox)
+    changed = run.changed = await changes.changed_since_record(sandbox)
     machinery = sorted(p for p in changed if p == ".git" or p.startswith(".git/"))
     if machinery:
         run.tampered = f"applying the patch changed the repository's git directory ({', '.join(machinery[:5])})"
@@ -114,16 +80,21 @@ async def _restore(sandbox: AsyncSandbox, task: SWETask, patch: str, run: _Run) 
 
 
 async def _eval(
-    task: SWETask, patch: str, script: str | None, provider: ProviderLike, spec: SandboxSpec, pool: SandboxPool | None
-) -> _Run:
-    run = _Run(empty=not patch.strip())
-    try:
-        sandbox = await provision(task, provider, spec, pool)
-    except SandboxError as exc:
-        run.infra = f"grading sandbox could not start: {exc}"
+    task: SWETask,
+    patch: str,
+    script: str | None,
+    provider: ProviderLike,
+    spec: SandboxSpec,
+    pool: SandboxPool | None,
+    ready: AsyncSandbox | None = None,
+) -> EvalRun:
+    run = EvalRun(empty=not patch.strip())
+    sandbox = ready or await start_sandbox(task, provider, spec, pool, run)
+    if sandbox is None:
         return run
     try:
         try:
+            clock = time.perf_counter()
             if not run.empty:
                 await changes.record(sandbox)
                 run.method, run.apply_log = await apply_patch(sandbox, patch)
@@ -133,8 +104,10 @@ async def _eval(
                 await _restore(sandbox, task, patch, run)
                 if run.tampered:
                     return run
+            run.timings["apply"] = round(time.perf_counter() - clock, 4)
             nonce = tamper.new_nonce()
-            sealed = tamper.seal_markers(build_eval_script(task, script), nonce)
+            body, run.install = install.plan(build_eval_script(task, script), install_command(task), run.changed)
+            sealed = tamper.seal_markers(body, nonce)
             sealed, canary = tamper.add_canary(sealed, nonce)
             if canary is not None:
                 await sandbox.write_file(canary.path, canary.source)
@@ -144,6 +117,7 @@ async def _eval(
         except (SandboxError, GradingError) as exc:
             run.infra = f"grading sandbox failed before the tests ran: {exc}"
             return run
+        clock = time.perf_counter()
         try:
             result = await sandbox.exec(
                 f"bash {SCRATCH}/eval.sh", timeout=task.eval.timeout_s, max_output_bytes=EVAL_OUTPUT_BYTES
@@ -154,6 +128,8 @@ async def _eval(
         except SandboxError as exc:
             run.problems["died"] = f"the grading sandbox died during the tests: {exc}"
             return run
+        finally:
+            run.timings["tests"] = round(time.perf_counter() - clock, 4)
     finally:
         await sandbox.close()
     run.log, run.exit_code = result.output, result.exit_code
@@ -161,7 +137,7 @@ async def _eval(
     return run
 
 
-def _inspect(task: SWETask, run: _Run, nonce: str, canary: tamper.Canary | None, *, timed_out: bool) -> None:
+def _inspect(task: SWETask, run: EvalRun, nonce: str, canary: tamper.Canary | None, *, timed_out: bool) -> None:
     """Fill ``run.status`` and ``run.problems`` from the log."""
     if timed_out:
         run.problems["timeout"] = f"the tests timed out after {task.eval.timeout_s:.0f}s"
@@ -210,15 +186,7 @@ async def _control_kinds(
     return _CONTROLS[key]
 
 
-def _masked(task: SWETask, reason: str, started: float, **fields: object) -> GradeReport:
-    log.warning("grading of %s masked: %s", task.instance_id, reason)
-    return GradeReport(
-        instance_id=task.instance_id,
-        masked=True,
-        masked_reason=reason,
-        duration_s=time.perf_counter() - started,
-        **fields,  # type: ignore[arg-type]
-    )
+Harness = Literal["safe", "official"]
 
 
 async def grade(
@@ -228,17 +196,31 @@ async def grade(
     provider: ProviderLike = "local",
     spec: SandboxSpec | None = None,
     pool: SandboxPool | None = None,
+    harness: Harness = "safe",
+    sandbox: AsyncSandbox | None = None,
 ) -> GradeReport:
-    """Grade ``patch`` (a git diff against the task's base) in a fresh sandbox (never used, if from ``pool``)."""
+    """Grade ``patch`` (a git diff against the task's base) in a fresh sandbox (never used, if from ``pool``).
+
+    ``harness="official"`` follows ``swebench``'s ``run_evaluation`` to the letter instead (its apply
+    order, its log checks, none of our integrity checks: `swe_gym.grading.official_mode`), for numbers
+    comparable with the leaderboard. ``sandbox``: a fresh one for this task, started ahead (e.g. while
+    the agent acted); grade owns and closes it.
+    """
     started = time.perf_counter()
     spec = spec or SandboxSpec()
     try:
         script = official_eval_script(task) if task.eval.harness == "swebench" else None
     except (TaskError, GradingError) as exc:
-        return _masked(task, f"no eval script for this task: {exc}", started)
-    run = await _eval(task, patch, script, provider, spec, pool)
+        if sandbox is not None:
+            await sandbox.close()
+        return masked_report(task, f"no eval script for this task: {exc}", started)
+    if harness == "official":
+        from swe_gym.grading.official_mode import grade_official
+
+        return await grade_official(task, patch, script, provider, spec, pool, sandbox, started)
+    run = await _eval(task, patch, script, provider, spec, pool, sandbox)
     if run.infra:
-        return _masked(task, run.infra, started)
+        return masked_report(task, run.infra, started, timings_s=run.timings)
     common: dict[str, object] = {
         "empty_patch": run.empty,
         "patch_applied": run.applied,
@@ -249,6 +231,8 @@ async def grade(
         "log_tail": (run.log or run.apply_log)[-_LOG_TAIL:],
         "eval_log": run.log,
         "canary": run.canary,
+        "install": run.install,
+        "timings_s": run.timings,
     }
     if not run.empty and not run.applied:
         return GradeReport(instance_id=task.instance_id, duration_s=time.perf_counter() - started, **common)  # type: ignore[arg-type]
@@ -260,12 +244,12 @@ async def grade(
         if not run.empty:
             found = await _control_kinds(task, script, provider, spec, pool)
             if isinstance(found, str):
-                return _masked(task, f"an anomaly needed a control run, which failed: {found}", started, **common)
+                return masked_report(task, f"an anomaly needed a control run, which failed: {found}", started, **common)
             control = found
             common["control_run"] = True
         defects = [detail for kind, detail in run.problems.items() if kind in _DEFECTS and kind in control]
         if defects:
-            return _masked(task, f"{defects[0]}, also without the patch (task defect)", started, **common)
+            return masked_report(task, f"{defects[0]}, also without the patch (task defect)", started, **common)
         caused = {kind: detail for kind, detail in run.problems.items() if kind not in control}
         if caused:
             tampering = any(kind in _CHECKS for kind in caused)

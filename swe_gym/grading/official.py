@@ -130,6 +130,19 @@ def eval_script(task: SWETask) -> str:
     return _test_spec(task, lines).eval_script
 
 
+def install_command(task: SWETask) -> str | None:
+    """The reinstall line the eval script runs (its spec's ``install``), when swebench or the row says it."""
+    own = _row_spec(task)
+    if own:
+        return own[1].get("install")
+    if task.eval.eval_script:
+        return None
+    try:
+        return _specs(task).get("install")
+    except TaskError:
+        return None
+
+
 @functools.cache
 def _parsers_by_name() -> dict[str, RawParser]:
     """Every parser function in ``swebench.harness.log_parsers``, by its name (the names 5.x's registry uses)."""

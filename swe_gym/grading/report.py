@@ -49,6 +49,11 @@ class GradeReport(BaseModel):
     tampering: bool = Field(default=False, description="the verdict is unresolved because tampering was detected")
     canary: str = Field(default="not run", description="'passed', 'not applicable', or why the canary check was off")
     control_run: bool = Field(default=False, description="the eval was also run without the patch to judge an anomaly")
+    harness: str = Field(default="safe", description="'safe' (swe_gym's grader) or 'official' (run_evaluation's rules)")
+    install: str = Field(default="", description="what became of the eval script's reinstall, and why")
+    timings_s: dict[str, float] = Field(
+        default_factory=dict, description="seconds per phase: sandbox (start), apply (patch and restore), tests"
+    )
     fail_to_pass: TestGroup = Field(default_factory=TestGroup)
     pass_to_pass: TestGroup = Field(default_factory=TestGroup)
     test_status: dict[str, TestStatus] = Field(default_factory=dict)

@@ -1,0 +1,96 @@
+"""What both grading modes share: one eval run's record, the grading sandbox's start, and the
+per-task-kind choice of eval script, reinstall line, log parser and verdict (swebench's for
+``harness="swebench"`` tasks, our own otherwise)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from swe_gym.errors import SandboxError
+from swe_gym.grading.parsers import TestStatus, get_parser
+from swe_gym.grading.report import GradeReport, TestGroup, classify
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox.facade import ProviderLike
+from swe_gym.sandbox.pool import SandboxPool
+from swe_gym.tasks.model import SWETask
+from swe_gym.tasks.provision import provision
+
+log = logging.getLogger("swe_gym.grading.harness")
+
+
+def official_eval_script(task: SWETask) -> str:
+    from swe_gym.grading import official
+
+    return official.eval_script(task)
+
+
+def install_command(task: SWETask) -> str | None:
+    if task.eval.harness != "swebench":
+        return None
+    from swe_gym.grading import official
+
+    return official.install_command(task)
+
+
+def parse_section(task: SWETask, section: str) -> dict[str, TestStatus]:
+    if task.eval.harness == "swebench":
+        from swe_gym.grading import official
+
+        return official.parse_section(task, section)
+    return get_parser(task.eval.log_parser or "pytest")(section)
+
+
+def judge_status(task: SWETask, status: dict[str, TestStatus]) -> tuple[bool, TestGroup, TestGroup]:
+    if task.eval.harness == "swebench":
+        from swe_gym.grading import official
+
+        return official.judge(task, status)
+    f2p, p2p = classify(task.fail_to_pass, status), classify(task.pass_to_pass, status)
+    return not f2p.failure and not p2p.failure, f2p, p2p
+
+
+@dataclass
+class EvalRun:
+    """One eval in one fresh sandbox, and everything odd about it (both harness modes fill it)."""
+
+    empty: bool
+    applied: bool = False
+    method: str | None = None
+    apply_log: str = ""
+    restored: dict[str, str] = field(default_factory=dict)
+    log: str = ""
+    exit_code: int | None = None
+    status: dict[str, TestStatus] = field(default_factory=dict)
+    canary: str = "not run"
+    changed: dict[str, str] = field(default_factory=dict)  # what the apply changed on disk
+    install: str = ""  # what became of the eval script's reinstall
+    timings: dict[str, float] = field(default_factory=dict)
+    infra: str | None = None  # failed before the patch was in: masked
+    tampered: str | None = None  # only code in the sandbox can do this: unresolved outright
+    problems: dict[str, str] = field(default_factory=dict)  # kind -> detail, judged against the control
+
+
+async def start_sandbox(
+    task: SWETask, provider: ProviderLike, spec: SandboxSpec, pool: SandboxPool | None, run: EvalRun
+) -> AsyncSandbox | None:
+    clock = time.perf_counter()
+    try:
+        return await provision(task, provider, spec, pool)
+    except SandboxError as exc:
+        run.infra = f"grading sandbox could not start: {exc}"
+        return None
+    finally:
+        run.timings["sandbox"] = round(time.perf_counter() - clock, 4)
+
+
+def masked_report(task: SWETask, reason: str, started: float, **fields: object) -> GradeReport:
+    log.warning("grading of %s masked: %s", task.instance_id, reason)
+    return GradeReport(
+        instance_id=task.instance_id,
+        masked=True,
+        masked_reason=reason,
+        duration_s=time.perf_counter() - started,
+        **fields,  # type: ignore[arg-type]
+    )
