@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from swe_gym.grading.install import OFFLINE_PIP
+from swe_gym.grading.eval_plan import OFFLINE_PIP
 from swe_gym.grading.patch import GIT_ENV, SCRATCH
 from swe_gym.tasks.model import SWETask
 

@@ -25,7 +25,7 @@ import time
 from typing import Literal
 
 from swe_gym.errors import ChannelTamperedError, GradingError, SandboxError, TaskError
-from swe_gym.grading import changes, install, tamper
+from swe_gym.grading import changes, eval_plan, tamper
 from swe_gym.grading.eval_run import (
     EvalRun,
     install_command,
@@ -106,7 +106,7 @@ async def _eval(
                     return run
             run.timings["apply"] = round(time.perf_counter() - clock, 4)
             nonce = tamper.new_nonce()
-            body, run.install = install.plan(build_eval_script(task, script), install_command(task), run.changed)
+            body, run.install = eval_plan.plan(build_eval_script(task, script), install_command(task), run.changed)
             sealed = tamper.seal_markers(body, nonce)
             sealed, canary = tamper.add_canary(sealed, nonce)
             if canary is not None:

@@ -11,7 +11,7 @@ yields nothing) and judged by swebench's report.
 
 Where swebench raises (``EvaluationError``: the patch did not apply, the tests timed out) its run
 report counts an error; here that is an unresolved verdict with the reason. What stays ours: the
-sandbox (fresh, no network), and the reinstall planned by `swe_gym.grading.install` (offline pip;
+sandbox (fresh, no network), and the reinstall and setup planned by `swe_gym.grading.eval_plan` (offline pip;
 skipped for an editable install when no build input changed), which changes no verdict.
 
 None of the integrity checks of the default grader run here, so a patch that rewrites the tests'
@@ -24,7 +24,7 @@ import shlex
 import time
 
 from swe_gym.errors import GradingError, SandboxError, TaskError
-from swe_gym.grading import changes, install
+from swe_gym.grading import changes, eval_plan
 from swe_gym.grading.eval_run import EvalRun, install_command, judge_status, masked_report, start_sandbox
 from swe_gym.grading.eval_script import build_eval_script
 from swe_gym.grading.parsers import TestStatus, get_parser
@@ -104,7 +104,7 @@ async def grade_official(
                 run.changed = await changes.changed_since_record(sandbox)
             run.timings["apply"] = round(time.perf_counter() - clock, 4)
             if run.empty or run.applied:
-                body, run.install = install.plan(build_eval_script(task, script), install_command(task), run.changed)
+                body, run.install = eval_plan.plan(build_eval_script(task, script), install_command(task), run.changed)
                 if task.test_patch.strip():
                     await sandbox.write_file(
                         f"{SCRATCH}/test.patch", task.test_patch.encode("utf-8", "surrogateescape")

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from swe_gym.grading import grade
+from swe_gym.grading.eval_plan import OFFLINE_PIP, build_inputs, is_editable, plan
 from swe_gym.grading.eval_script import build_eval_script
-from swe_gym.grading.install import OFFLINE_PIP, build_inputs, is_editable, plan
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask, load_tasks
-from tests.conftest import require_docker
+from tests.conftest import TEST_IMAGE, require_docker
 from tests.family_images import CalcRepo, swebench_image
 
 IMAGE = "swebench/sweb.eval.x86_64.pytest-dev_1776_pytest-9001:latest"
@@ -112,6 +112,27 @@ def test_the_plan_skips_only_an_editable_install_untouched_by_the_patch() -> Non
     plain = script.replace(INSTALL, "python -m pip install .")
     assert plan(plain, "python -m pip install .", {}) == (plain, "ran (offline): the install is not editable")
     assert plan(script, None, {}) == (script, "none in the eval script")
+
+
+@pytest.mark.parametrize(
+    ("enabled", "runs"),
+    [("C.UTF-8 UTF-8\n", False), ("# en_US.UTF-8 UTF-8\nC.UTF-8 UTF-8\nen_US.UTF-8 UTF-8\n", True)],
+)
+def test_locale_gen_runs_only_for_a_locale_not_built_yet(enabled: str, runs: bool) -> None:
+    """In the test image only C.utf8 is built: asking for it again is skipped, asking for en_US runs it."""
+    require_docker()
+    from swe_gym.sandbox import Sandbox
+
+    script = "#!/bin/bash\nsed -i 's/^# //' /etc/locale.gen && locale-gen\necho done\n"
+    planned, _ = plan(script, None, {})
+    fake = "#!/bin/sh\necho the real locale-gen ran\n"
+    with Sandbox.create(SandboxSpec(image=TEST_IMAGE), "docker") as box:
+        box.write_file("/etc/locale.gen", enabled)
+        box.write_file("/usr/local/bin/locale-gen", fake, mode=0o755)
+        box.write_file("/tmp/eval.sh", planned, mode=0o755)
+        output = box.exec("bash /tmp/eval.sh").output
+    assert ("the real locale-gen ran" in output) is runs, output
+    assert ("locale-gen skipped" in output) is not runs and output.rstrip().endswith("done")
 
 
 # --- on real Docker -------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The eval script's reinstall of the repository: run it only when it can change what the tests import.
+"""What an eval script runs besides the tests: only what can change what the tests see.
 
 SWE-bench's eval scripts reinstall the repository before the tests (the spec's ``install``, e.g.
 ``python -m pip install -e .``). Grading sandboxes have no network, so pip spends ~8 s in retries
@@ -11,7 +11,10 @@ most of a grade on a small test run, and it changes nothing the tests see:
 - an *editable* install (``-e``/``--editable``, ``setup.py develop``) already serves the work tree's
   files, so after a patch that changes no build input (`build_inputs`) the reinstall is skipped: the
   tests import exactly what they would after it. A non-editable install (``pip install .``) always
-  runs, since the installed copy would otherwise be the unpatched one.
+  runs, since the installed copy would otherwise be the unpatched one;
+- ``locale-gen`` (Django's eval commands run it every time, ~2 s) runs only when a locale
+  ``/etc/locale.gen`` enables is not built yet: otherwise it would rebuild the same archive.
+  The patch cannot reach either file (they are outside the repository).
 """
 
 from __future__ import annotations
@@ -21,6 +24,17 @@ from collections.abc import Mapping
 
 #: Prepended to every eval script: pip never waits on the network the grading sandbox does not have.
 OFFLINE_PIP = "export PIP_NO_INDEX=1 PIP_NO_BUILD_ISOLATION=0 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1"
+#: Prepended to eval scripts that call ``locale-gen``: a function of that name runs the real one only
+#: when some enabled locale is missing (names compared as ``locale -a`` spells them: en_us.utf8).
+LOCALE_GEN_GUARD = r"""locale-gen() {
+  local built want
+  built=$(locale -a 2>/dev/null | tr '[:upper:]' '[:lower:]' | tr -d '-')
+  for want in $(grep -v '^#' /etc/locale.gen 2>/dev/null | awk '{print $1}' \
+                | tr '[:upper:]' '[:lower:]' | tr -d '-'); do
+    grep -qxF "$want" <<<"$built" || { command locale-gen "$@"; return; }
+  done
+  echo "swe_gym: locale-gen skipped: every locale /etc/locale.gen enables is built"
+}"""
 
 _EDITABLE = re.compile(r"(?:^|[\s;&|])(?:-e|--editable)(?:[\s=]|$)|\bsetup\.py\s+develop\b")
 #: Files a build reads (metadata, entry points, extensions), by name.
@@ -86,6 +100,9 @@ def build_inputs(changed: Mapping[str, str]) -> list[str]:
 
 def plan(script: str, install: str | None, changed: Mapping[str, str]) -> tuple[str, str]:
     """(the eval script to run, what happens to its reinstall and why)."""
+    if re.search(r"(?:^|[\s;&|])locale-gen\b", script):
+        head, _, rest = script.partition("\n")
+        script = f"{head}\n{LOCALE_GEN_GUARD}\n{rest}" if head.startswith("#!") else f"{LOCALE_GEN_GUARD}\n{script}"
     if not install or install not in script.splitlines():
         return script, "none in the eval script"
     if not is_editable(install):
