@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import os
 import sys
 import time
 from typing import Any
 
-from swe_gym.cli.args import add_instance_ids
+from swe_gym.cli.args import add_dataset, add_grading, add_instance_ids, check_grading, duration, load_dataset
 from swe_gym.cli.rollout import STATUS
-from swe_gym.errors import ConfigError
+from swe_gym.grading.certificate import load_certificate
 from swe_gym.grading.evaluation import (
     EvaluationReport,
     InstanceResult,
@@ -22,7 +21,6 @@ from swe_gym.grading.evaluation import (
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.registry import get_provider
-from swe_gym.tasks import load_tasks
 
 DESCRIPTION = """\
 Grade predictions against a dataset, as swebench's run_evaluation does. A prediction is a row
@@ -45,40 +43,27 @@ def add_parser(commands: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--dataset", required=True, help="'bundled', a .json/.jsonl task file, or another task source")
-    p.add_argument("--split", default=None, help="dataset split, for sources that have splits (their default: test)")
+    add_dataset(p)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--predictions", metavar="FILE", help="predictions (.jsonl or .json)")
     which.add_argument("--gold", action="store_true", help="grade the dataset's gold patches")
     add_instance_ids(p, "only these instances (repeatable)")
-    p.add_argument(
-        "--provider", default="local", help="sandbox provider: local, docker, apptainer, opensandbox (default: local)"
-    )
-    p.add_argument("--image", default=None, help="image for tasks that name none (container providers)")
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=min(4, os.cpu_count() or 1),
-        help="gradings at a time (default: min(4, CPUs))",
-    )
+    add_grading(p, "gradings at a time")
     p.add_argument("--run-id", default=None, help="names the run's directory (default: the start time)")
     p.add_argument("--run-dir", default="runs/evaluation", help="where runs go (default: runs/evaluation)")
     p.add_argument(
-        "--timeout",
-        type=float,
+        "--certificate",
         default=None,
-        metavar="S",
-        help="eval timeout per instance in seconds (default: the task's)",
+        metavar="FILE",
+        help="a fidelity certificate (swe-gym validate): instances it does not certify are skipped or flagged",
+    )
+    p.add_argument(
+        "--uncertified",
+        choices=("skip", "flag"),
+        default="flag",
+        help="with --certificate: skip (do not grade) or flag (grade and list) uncertified instances (default: flag)",
     )
     p.set_defaults(func=run)
-
-
-def _load_dataset(args: argparse.Namespace) -> list[Any]:
-    if args.split is None:
-        return load_tasks(args.dataset, instance_ids=args.instance_ids)
-    if "split" not in inspect.signature(load_tasks).parameters:
-        raise ConfigError("--split is not supported by this version's task loader")
-    return load_tasks(args.dataset, instance_ids=args.instance_ids, split=args.split)  # type: ignore[call-arg]
 
 
 class _Progress:
@@ -86,7 +71,7 @@ class _Progress:
 
     def __init__(self) -> None:
         self.started = time.perf_counter()
-        self.counts = {"resolved": 0, "unresolved": 0, "empty_patch": 0, "error": 0}
+        self.counts = {"resolved": 0, "unresolved": 0, "empty_patch": 0, "error": 0, "skipped": 0}
 
     def __call__(self, result: InstanceResult, done: int, total: int) -> None:
         key = "error" if result.status == "masked" else result.status
@@ -94,27 +79,22 @@ class _Progress:
         elapsed = time.perf_counter() - self.started
         eta = elapsed / done * (total - done)
         c = self.counts
+        skipped = f"skipped {c['skipped']}  " if c["skipped"] else ""
         STATUS.show(
             f"[{done}/{total}] resolved {c['resolved']}  unresolved {c['unresolved']}  empty {c['empty_patch']}  "
-            f"error {c['error']}  eta {_duration(eta)}  {result.instance_id}: {result.status.replace('_', ' ')}",
+            f"error {c['error']}  {skipped}eta {duration(eta)}  {result.instance_id}: "
+            f"{result.status.replace('_', ' ')}",
             persist=True,
         )
 
 
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(round(seconds), 60)
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-
-
 def run(args: argparse.Namespace) -> int:
     """Grade; print a summary to stdout. Ctrl-C cancels the gradings, closes their sandboxes and returns 130."""
-    if args.workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise ConfigError(f"--timeout must be > 0, got {args.timeout}")
+    check_grading(args)
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
+    certificate = load_certificate(args.certificate) if args.certificate else None
     provider = get_provider(args.provider)
-    tasks = _load_dataset(args)
+    tasks = load_dataset(args)
     if args.gold:
         predictions, invalid = gold_predictions(tasks), []
     else:
@@ -135,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
         invalid=invalid,
         on_result=_Progress(),
         timeout_s=args.timeout,
+        harness=args.harness,
+        certificate=certificate,
+        uncertified=args.uncertified,
     )
     try:
         report = run_sync(coroutine)
@@ -166,6 +149,11 @@ def _summary(report: EvaluationReport) -> None:
         ("no prediction", f"{len(report.incomplete_ids)}"),
         ("invalid rows", f"{len(extra.invalid_predictions)}"),
         ("unknown ids", f"{len(extra.unknown_instance_ids)}"),
+    ]
+    if extra.uncertified_mode is not None:
+        treated = "not graded" if extra.uncertified_mode == "skip" else "graded, flagged"
+        rows.append(("uncertified", f"{len(extra.uncertified)} ({treated}; certificate {extra.certificate})"))
+    rows += [
         ("wall time s", f"{extra.wall_s:.1f}"),
         ("report", f"{report.path}"),
         ("logs", extra.log_dir),
@@ -176,3 +164,5 @@ def _summary(report: EvaluationReport) -> None:
         print(f"invalid row    {error.where}: {error.error}")
     for iid, reason in {**extra.errors, **extra.masked}.items():
         print(f"error          {iid}: {reason}")
+    for iid, reason in extra.uncertified.items():
+        print(f"uncertified    {iid}: {reason}")

@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from swe_gym.cli import cleanup, evaluate, rollout
+from swe_gym.cli import cleanup, evaluate, rollout, validate
 from swe_gym.errors import SWEGymError
 
 
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     rollout.add_parser(commands)
     evaluate.add_parser(commands)
+    validate.add_parser(commands)
     cleanup.add_parser(commands)
     return parser
 

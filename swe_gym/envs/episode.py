@@ -1,14 +1,19 @@
 """`Episode`: the async core of one episode, shared by `SWEEnv` and `SWEVectorEnv`.
 
 It owns the episode's sandbox, turns actions into observations, and on the
-last step extracts the patch, frees the sandbox and grades in a fresh one.
+last step extracts the patch, frees the sandbox and grades in a fresh one. With
+``prestart_grading`` that fresh one is started as the episode starts, while the
+agent acts, so the last step pays only the patch's apply and the tests.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -18,12 +23,16 @@ from swe_gym.envs.prompt import SUBMIT, SUBMIT_MARKER, task_prompt
 from swe_gym.envs.text import to_observation
 from swe_gym.errors import ConfigError, GradingError, SandboxDiedError
 from swe_gym.grading import GradeReport, extract_patch, grade, snapshot
+from swe_gym.grading.certificate import Certificate, load_certificate
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec, get_provider
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import offload
 from swe_gym.sandbox.pool import SandboxPool, spec_key
 from swe_gym.sandbox.protocol import SandboxProvider
+from swe_gym.sandbox.spec import SandboxStatus
 from swe_gym.tasks import SWETask, agent_spec, provision, repo_archive
+
+log = logging.getLogger(__name__)
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
@@ -39,6 +48,8 @@ class EpisodeSettings:
     grade_on_truncation: bool
     pool: SandboxPool | None = None
     scrub_history: bool | str = True
+    prestart_grading: bool = True
+    certificate: Certificate | None = None
 
 
 class Episode:
@@ -53,6 +64,7 @@ class Episode:
         self.last_observation = ""
         self._base_tree = ""
         self._reset_s = 0.0
+        self._grader: asyncio.Task[AsyncSandbox] | None = None
 
     async def start(self) -> tuple[str, dict[str, Any]]:
         settings, started = self.settings, time.perf_counter()
@@ -61,6 +73,8 @@ class Episode:
         )
         self._base_tree = await snapshot(self.sandbox)
         self._reset_s = time.perf_counter() - started
+        if settings.prestart_grading:  # a fresh copy of the task for the grader, ready by the time the agent submits
+            self._grader = asyncio.ensure_future(provision(self.task, settings.provider, settings.spec, settings.pool))
         prompt = task_prompt(
             self.task, workdir=self.sandbox.workdir, step_timeout=settings.step_timeout, max_steps=settings.max_steps
         )
@@ -72,6 +86,10 @@ class Episode:
             "network_isolated": self.sandbox.backend.network_isolated,
             "reset_s": self._reset_s,
         }
+        if settings.certificate is not None:  # "flag": the task is kept, and says why it is not certified
+            reason = settings.certificate.uncertified_reason(self.task.instance_id)
+            if reason is not None:
+                info["uncertified"] = reason
         return self.last_observation, info
 
     async def step(self, command: str) -> StepResult:
@@ -111,9 +129,30 @@ class Episode:
         return await self._finish(output, info, terminated=False)
 
     async def close(self) -> None:
+        await self._close_agent_sandbox()
+        grader = await self._take_grader()
+        if grader is not None:
+            await grader.close()
+
+    async def _close_agent_sandbox(self) -> None:
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None:
             await sandbox.close()
+
+    async def _take_grader(self) -> AsyncSandbox | None:
+        """The prestarted grading sandbox if it started and still runs (else grade starts one)."""
+        task, self._grader = self._grader, None
+        if task is None:
+            return None
+        try:
+            grader = await task
+        except Exception as exc:  # grade() starts its own and reports what fails then
+            log.debug("the prestarted grading sandbox of %s failed: %s", self.task.instance_id, exc)
+            return None
+        if await grader.status() is not SandboxStatus.RUNNING:
+            await grader.close()
+            return None
+        return grader
 
     async def end_masked(self, reason: str, info: dict[str, Any]) -> StepResult:
         """Infrastructure failure: the episode ends truncated and masked, never as a plain 0."""
@@ -144,7 +183,9 @@ class Episode:
         except GradingError as exc:
             note = str(exc)  # the agent broke its repository: graded as an empty patch
         finally:
-            await self.close()
+            await self._close_agent_sandbox()
+        if (broken is not None and not patch.strip()) or (not terminated and not settings.grade_on_truncation):
+            await self.close()  # no grading: the prestarted sandbox goes too
         if broken is not None and not patch.strip():
             report = GradeReport(instance_id=self.task.instance_id, empty_patch=True, unresolved_reason=broken)
             info.update(self._terminal_info(report, "", note), grade_s=0.0)
@@ -153,7 +194,10 @@ class Episode:
             info.update(self._terminal_info(GradeReport(instance_id=self.task.instance_id), patch, note))
             info.update(report=None, grade_s=0.0)
             return self._observe(output + "\n[swe_gym: step limit reached]"), 0.0, False, True, info
-        report = await grade(self.task, patch, provider=settings.provider, spec=settings.spec, pool=settings.pool)
+        grader = await self._take_grader()
+        report = await grade(
+            self.task, patch, provider=settings.provider, spec=settings.spec, pool=settings.pool, sandbox=grader
+        )
         info.update(self._terminal_info(report, patch, note))
         ending = "" if terminated else "step limit reached; "
         observation = self._observe(f"{output}\n[swe_gym: {ending}{report.summary()}]")
@@ -186,6 +230,9 @@ class EnvOptions(BaseModel):
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
     pool_size: int = Field(default=0, ge=0)
     scrub_history: bool | Literal["gc"] = True
+    prestart_grading: bool = True
+    certificate: Path | None = None
+    uncertified: Literal["skip", "flag"] = "flag"
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> EnvOptions:
@@ -213,6 +260,8 @@ def make_settings(provider: ProviderLike, options: EnvOptions) -> EpisodeSetting
         max_observation_chars=options.max_observation_chars,
         reward_mode=options.reward,
         grade_on_truncation=options.grade_on_truncation,
+        prestart_grading=options.prestart_grading,
+        certificate=load_certificate(options.certificate) if options.certificate is not None else None,
         pool=SandboxPool(resolved, options.pool_size) if options.pool_size else None,
         scrub_history=options.scrub_history,
     )

@@ -20,6 +20,7 @@ import gymnasium as gym
 from swe_gym.envs.episode import EnvOptions, Episode, make_settings, pick_task, warm_up
 from swe_gym.envs.text import text_space
 from swe_gym.errors import ConfigError, SandboxError
+from swe_gym.grading.certificate import env_tasks
 from swe_gym.sandbox import AsyncSandbox
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import background_loop, in_loop_thread, run_sync
@@ -61,6 +62,12 @@ class SWEEnv(gym.Env[str, str]):
             reflog and object the base does not reach, so no git command can show the fix; done once per
             image on providers that commit images, e.g. docker; ``"gc"``: the same; ``False``: keep).
         pool_size: keep this many sandboxes started ahead of need (0: off), so a reset only hands one over.
+        prestart_grading: start the grading sandbox as the episode starts (default ``True``), so the last
+            step pays only the patch's apply and the tests; ``False`` starts it at the last step (one
+            sandbox per episode instead of two while the agent acts).
+        certificate, uncertified: a fidelity certificate file (``swe-gym validate``) and what to do with the
+            tasks it does not certify (failed, or absent): ``"skip"`` leaves them out of ``tasks`` (an error if
+            none is left), ``"flag"`` (default) keeps them and says why in reset's ``info["uncertified"]``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
@@ -80,7 +87,8 @@ class SWEEnv(gym.Env[str, str]):
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         parsed = EnvOptions.parse(options)
         self.settings = make_settings(provider, parsed)
-        self.tasks: list[SWETask] = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
+        loaded = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
+        self.tasks: list[SWETask] = env_tasks(loaded, self.settings.certificate, parsed.uncertified)
         self._by_id = {task.instance_id: task for task in self.tasks}
         self.provider = self.settings.provider
         self.spec_base = self.settings.spec

@@ -19,6 +19,16 @@ from swe_gym.tasks.provision import provision
 
 log = logging.getLogger("swe_gym.grading.harness")
 
+#: Beyond the task's eval timeout, how long a grading may take (sandbox start, patch apply) before it is an error.
+GRADING_GRACE_S = 600.0
+
+
+def with_timeout(task: SWETask, timeout_s: float | None) -> SWETask:
+    """``task`` with its eval timeout replaced (None: as it is)."""
+    if timeout_s is None:
+        return task
+    return task.model_copy(update={"eval": task.eval.model_copy(update={"timeout_s": timeout_s})})
+
 
 def official_eval_script(task: SWETask) -> str:
     from swe_gym.grading import official

@@ -19,6 +19,8 @@ infrastructure failed — is an *error*, never *completed*):
 - ``empty_patch``: the patch is empty or blank; not graded.
 - ``error``: the grading was masked or raised, or the instance's only row was invalid.
 - ``incomplete``: in the dataset, but no prediction names it.
+- ``skipped`` (swe_gym's own): not graded because it failed the fidelity certificate or is absent from it
+  (``certificate=..., uncertified="skip"``); in no swebench list, but in ``swe_gym.uncertified`` with why.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from swe_gym.errors import ConfigError
-from swe_gym.grading.harness import grade
+from swe_gym.grading.certificate import Certificate, Uncertified, screen_tasks
+from swe_gym.grading.eval_run import GRADING_GRACE_S, with_timeout
+from swe_gym.grading.harness import Harness, grade
 from swe_gym.grading.report import GradeReport
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
@@ -47,12 +51,10 @@ log = logging.getLogger(__name__)
 
 #: Patches larger than this are rejected unread (real fixes are kilobytes; a 10 MB "patch" is output gone wrong).
 MAX_PATCH_BYTES = 5 << 20
-#: Beyond the task's eval timeout, how long a grading may take (sandbox start, patch apply) before it is an error.
-GRADING_GRACE_S = 600.0
 #: The version of swebench's run-report format the summary follows.
 SCHEMA_VERSION = 2
 
-Status = Literal["resolved", "unresolved", "empty_patch", "masked", "error"]
+Status = Literal["resolved", "unresolved", "empty_patch", "masked", "error", "skipped"]
 
 _DIFF_GIT = re.compile(r"^diff --git ", re.MULTILINE)
 _OLD_NEW = (re.compile(r"^--- ", re.MULTILINE), re.compile(r"^\+\+\+ ", re.MULTILINE))
@@ -106,7 +108,15 @@ class SWEGymSection(BaseModel):
         default_factory=dict, description="id -> where its rows are; the last one is graded (as in swebench)"
     )
     durations_s: dict[str, float] = Field(default_factory=dict)
+    certificate: str | None = Field(default=None, description="the fidelity certificate the run was checked against")
+    uncertified_mode: Literal["skip", "flag"] | None = Field(
+        default=None, description="'skip': uncertified instances were not graded; 'flag': graded and listed"
+    )
+    uncertified: dict[str, str] = Field(
+        default_factory=dict, description="id -> why the certificate does not certify it (failed, or absent)"
+    )
     workers: int = 1
+    harness: str = Field(default="safe", description="'safe' (swe_gym's grader) or 'official' (run_evaluation's rules)")
     wall_s: float = 0.0
     log_dir: str = ""
 
@@ -317,6 +327,7 @@ async def _grade_one(
     provider: ProviderLike,
     spec: SandboxSpec,
     max_patch_bytes: int,
+    harness: Harness = "safe",
 ) -> InstanceResult:
     patch = prediction.model_patch or ""
     model = prediction.model_name_or_path
@@ -328,7 +339,8 @@ async def _grade_one(
             return await run.record(prediction, task.instance_id, model, "unresolved", rejected, started, report)
         try:
             report = await asyncio.wait_for(
-                grade(task, patch, provider=provider, spec=spec), timeout=task.eval.timeout_s + GRADING_GRACE_S
+                grade(task, patch, provider=provider, spec=spec, harness=harness),
+                timeout=task.eval.timeout_s + GRADING_GRACE_S,
             )
         except TimeoutError:
             reason = f"grading did not finish within {task.eval.timeout_s + GRADING_GRACE_S:.0f}s"
@@ -347,12 +359,6 @@ async def _grade_one(
         return await run.record(prediction, task.instance_id, model, "unresolved", report.summary(), started, report)
 
 
-def _with_timeout(task: SWETask, timeout_s: float | None) -> SWETask:
-    if timeout_s is None:
-        return task
-    return task.model_copy(update={"eval": task.eval.model_copy(update={"timeout_s": timeout_s})})
-
-
 async def evaluate(
     tasks: Sequence[SWETask],
     predictions: Sequence[Prediction],
@@ -366,12 +372,20 @@ async def evaluate(
     on_result: ProgressCallback | None = None,
     timeout_s: float | None = None,
     max_patch_bytes: int = MAX_PATCH_BYTES,
+    harness: Harness = "safe",
+    certificate: Certificate | None = None,
+    uncertified: Uncertified = "flag",
 ) -> EvaluationReport:
     """Grade ``predictions`` against ``tasks``, at most ``workers`` at a time; never stops at a bad one.
 
+    With a fidelity ``certificate`` (`swe_gym.grading.certificate`), instances it does not certify (they
+    failed it, or it does not name them) are listed with why in ``swe_gym.uncertified``; ``uncertified="skip"``
+    does not grade them (status ``skipped``), ``"flag"`` grades them as usual.
+
     ``invalid`` are the bad rows `read_predictions` found: an instance whose only rows are
     invalid is an error. ``on_result(result, done, total)`` is called as each instance
-    finishes. ``timeout_s`` overrides every task's eval timeout. Writes each instance's
+    finishes. ``timeout_s`` overrides every task's eval timeout. ``harness="official"`` grades by
+    ``run_evaluation``'s rules (see `swe_gym.grading.official_mode`). Writes each instance's
     ``patch.diff``, ``report.json`` and ``eval.log`` under ``run_dir/run_id/<model>/<instance_id>/``
     and the summary to ``run_dir/run_id/<model>.<run_id>.json``; returns it.
     """
@@ -404,20 +418,27 @@ async def evaluate(
     model = next(iter(chosen.values())).model_name_or_path if chosen else "unknown"
     log_dir = Path(run_dir) / run_id
     todo = [iid for iid in by_id if iid in chosen or iid in invalid_only]
+    reasons: dict[str, str] = {}
+    if certificate is not None:
+        _, reasons = screen_tasks([by_id[iid] for iid in todo], certificate, uncertified)
     run = _Run(log_dir, len(todo), on_result)
     gate = asyncio.Semaphore(workers)
     # A task group, not gather: when cancelled (Ctrl-C) it returns only after every grading has closed its sandbox.
     async with asyncio.TaskGroup() as group:
         for iid in todo:
-            if iid in invalid_only:
+            if uncertified == "skip" and iid in reasons:
+                skipped = chosen.get(iid)
+                who = skipped.model_name_or_path if skipped is not None else model
+                await run.record(skipped, iid, who, "skipped", reasons[iid], time.perf_counter())
+            elif iid in invalid_only:
                 error = invalid_only[iid]
                 await run.record(None, iid, model, "error", f"{error.where}: {error.error}", time.perf_counter())
             elif not (chosen[iid].model_patch or "").strip():
                 empty = chosen[iid]
                 await run.record(empty, iid, empty.model_name_or_path, "empty_patch", None, time.perf_counter())
             else:
-                task = _with_timeout(by_id[iid], timeout_s)
-                group.create_task(_grade_one(run, task, chosen[iid], gate, provider, spec, max_patch_bytes))
+                task = with_timeout(by_id[iid], timeout_s)
+                group.create_task(_grade_one(run, task, chosen[iid], gate, provider, spec, max_patch_bytes, harness))
 
     report = _summarise(
         run,
@@ -429,7 +450,11 @@ async def evaluate(
             invalid_predictions=list(invalid),
             unknown_instance_ids=unknown,
             duplicate_predictions={iid: rows for iid, rows in rows_of.items() if len(rows) > 1},
+            certificate=None if certificate is None else str(certificate.path or certificate.dataset),
+            uncertified_mode=None if certificate is None else uncertified,
+            uncertified=dict(sorted(reasons.items())),
             workers=workers,
+            harness=harness,
             wall_s=round(time.perf_counter() - started, 3),
             log_dir=str(log_dir),
         ),

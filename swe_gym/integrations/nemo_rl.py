@@ -57,6 +57,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -65,6 +66,7 @@ from swe_gym.envs.episode import EnvOptions, Episode, make_settings, warm_up
 from swe_gym.envs.prompt import SUBMIT, task_prompt
 from swe_gym.envs.text import to_observation
 from swe_gym.errors import ConfigError
+from swe_gym.grading.certificate import env_tasks
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import background_loop, run_sync
 from swe_gym.tasks import SWETask, load_tasks
@@ -152,6 +154,9 @@ class SWEGymEnvConfig(BaseModel):
     pool_size: int = Field(default=0, ge=0)
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
     scrub_history: bool | Literal["gc"] = True
+    prestart_grading: bool = True
+    certificate: Path | None = Field(default=None, description="a `swe-gym validate` certificate file")
+    uncertified: Literal["skip", "flag"] = "flag"
     action_format: Literal["bash_block", "tag"] = "bash_block"
     action_tag: str = Field(default="bash", pattern=r"^[A-Za-z][\w.-]*$")
     stop_strings: list[str] | None = Field(
@@ -290,8 +295,10 @@ class SWEGymEnvironment(EnvironmentInterface):
         _torch()  # fail now, with the install hint, not on the first step
         self.config = _as_config(cfg)
         self.settings = make_settings(self.config.provider, self.config.episode_options())
-        self.tasks: list[SWETask] = load_tasks(
-            self.config.tasks, split=self.config.split, instance_ids=self.config.instance_ids
+        self.tasks: list[SWETask] = env_tasks(
+            load_tasks(self.config.tasks, split=self.config.split, instance_ids=self.config.instance_ids),
+            self.settings.certificate,
+            self.config.uncertified,
         )
         self._by_id = {task.instance_id: task for task in self.tasks}
         self._live: dict[str, _Live] = {}

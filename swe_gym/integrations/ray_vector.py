@@ -33,6 +33,7 @@ from swe_gym.envs.episode import EnvOptions, StepResult, pick_task
 from swe_gym.envs.swe_env import MAX_ACTION_CHARS
 from swe_gym.envs.text import text_space, to_observation
 from swe_gym.errors import ConfigError
+from swe_gym.grading.certificate import env_tasks
 from swe_gym.sandbox import get_provider
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.labels import DEFAULT_RUN_ID
@@ -109,7 +110,8 @@ class RayVectorEnv(VectorEnv):
         self.metadata = {"autoreset_mode": self.autoreset_mode}
         self.call_timeout_s = call_timeout_s
         parsed = EnvOptions.parse(options)  # a bad option fails here, not in every actor
-        self.tasks: list[SWETask] = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
+        loaded = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
+        self.tasks: list[SWETask] = env_tasks(loaded, parsed.certificate, parsed.uncertified)  # as the actors' envs
         self._by_id = {task.instance_id: task for task in self.tasks}
         self.single_observation_space = text_space(parsed.max_observation_chars)
         self.single_action_space = text_space(MAX_ACTION_CHARS)

@@ -59,6 +59,18 @@ class SandboxProvider(Protocol):
 
 
 @runtime_checkable
+class ImageInspector(Protocol):
+    """Optional provider capability: what the provider knows of an image (e.g. docker; `ImageCommitter` has it).
+
+    Providers without images of their own (``local``) do not have it; validation records no digest then.
+    """
+
+    async def image_info(self, image: str) -> ImageInfo | None:
+        """``image`` as this provider would start it (content id, labels, registry digests), or None."""
+        ...
+
+
+@runtime_checkable
 class ImageCommitter(Protocol):
     """Optional provider capability: save a live sandbox's files as an image later sandboxes start from.
 

@@ -77,12 +77,13 @@ class ExecResult(BaseModel):
 
 
 class ImageInfo(BaseModel):
-    """An image as a provider knows it: its content id (stable across tags) and labels."""
+    """An image as a provider knows it: its content id (stable across tags), labels and registry digests."""
 
     model_config = ConfigDict(frozen=True)
 
     id: str
     labels: dict[str, str] = Field(default_factory=dict)
+    repo_digests: tuple[str, ...] = Field(default=(), description="``name@sha256:...`` of a pulled or pushed image")
 
 
 class SandboxStatus(StrEnum):

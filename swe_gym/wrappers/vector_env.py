@@ -25,6 +25,7 @@ from swe_gym.envs.episode import EnvOptions, Episode, StepResult, make_settings,
 from swe_gym.envs.swe_env import MAX_ACTION_CHARS, _as_text
 from swe_gym.envs.text import text_space, to_observation
 from swe_gym.errors import ConfigError, SandboxError
+from swe_gym.grading.certificate import env_tasks
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import background_loop, run_sync
 from swe_gym.tasks import SWETask, load_tasks
@@ -71,7 +72,8 @@ class SWEVectorEnv(VectorEnv):
             options["pool_size"] = max(1, num_envs // 4)
         parsed = EnvOptions.parse(options)
         self.settings = make_settings(provider, parsed)
-        self.tasks: list[SWETask] = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
+        loaded = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
+        self.tasks: list[SWETask] = env_tasks(loaded, self.settings.certificate, parsed.uncertified)
         self._by_id = {task.instance_id: task for task in self.tasks}
         self.single_observation_space = text_space(parsed.max_observation_chars)
         self.single_action_space = text_space(MAX_ACTION_CHARS)

@@ -133,7 +133,8 @@ class CountingProvider(LocalProvider):
 def test_creation_is_concurrent_but_bounded_and_retried() -> None:
     provider_setup("local")
     provider = CountingProvider(fail_first=True, max_concurrent_creates=2)
-    env = SWEVectorEnv(6, provider=provider, pool_size=0, grade_on_truncation=False)
+    # The agents' sandboxes only: no grading sandbox started ahead (prestart_grading would add six creates).
+    env = SWEVectorEnv(6, provider=provider, pool_size=0, grade_on_truncation=False, prestart_grading=False)
     try:
         _, infos = env.reset(seed=0)
         assert not infos.get("masked", np.zeros(6)).any()

@@ -267,7 +267,8 @@ class DockerProvider:
             data = self.api.inspect_image(image)
         except docker.errors.ImageNotFound:
             return None
-        return ImageInfo(id=data["Id"], labels=data["Config"].get("Labels") or {})
+        labels = data["Config"].get("Labels") or {}
+        return ImageInfo(id=data["Id"], labels=labels, repo_digests=tuple(data.get("RepoDigests") or ()))
 
     async def commit(self, sandbox: SandboxBackend, image: str, labels: dict[str, str]) -> ImageInfo:
         if not isinstance(sandbox, DockerSandbox):
