@@ -1,5 +1,12 @@
 """The one error hierarchy of swe_gym: every message says what failed and what to do."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
 
 class SWEGymError(Exception):
     """Base class of every error swe_gym raises on purpose."""
@@ -63,3 +70,19 @@ class ChannelTamperedError(SandboxDiedError):
 
     def __init__(self, *args: object) -> None:
         super().__init__(*args, during_call=True)
+
+
+def validation_problems(
+    exc: ValidationError, *, whole: str = "value", hint: Callable[[tuple[Any, ...]], str] | None = None
+) -> str:
+    """A pydantic error as one line: ``field: message`` per field, ``; ``-joined.
+
+    One message per field (a union reports each of its alternatives); ``whole`` names an error
+    about the object itself; ``hint(loc)`` may add advice to a field's message.
+    """
+    problems: dict[str, str] = {}
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        field = ".".join(str(part) for part in loc) or whole
+        problems.setdefault(field, error["msg"] + (hint(loc) if hint else ""))
+    return "; ".join(f"{field}: {message}" for field, message in problems.items())

@@ -7,8 +7,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
 from swe_gym.cli import cleanup, evaluate, rollout, validate
-from swe_gym.errors import SWEGymError
+from swe_gym.errors import SWEGymError, validation_problems
 
 
 class _StatusAwareHandler(logging.StreamHandler):
@@ -53,6 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SWEGymError as exc:
         rollout.STATUS.finish()
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:  # options that reached a model unchecked: still one line
+        rollout.STATUS.finish()
+        print(f"error: invalid {exc.title} options ({validation_problems(exc)})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         rollout.STATUS.finish()

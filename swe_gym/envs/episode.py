@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swe_gym.envs.prompt import SUBMIT, SUBMIT_MARKER, task_prompt
 from swe_gym.envs.text import to_observation
-from swe_gym.errors import ConfigError, GradingError, SandboxDiedError
+from swe_gym.errors import ConfigError, GradingError, SandboxDiedError, validation_problems
 from swe_gym.grading import GradeReport, extract_patch, grade, snapshot
 from swe_gym.grading.certificate import Certificate, load_certificate
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec, get_provider
@@ -239,7 +239,7 @@ class EnvOptions(BaseModel):
         try:
             return cls(**options)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            problems = validation_problems(exc)
             raise ConfigError(f"invalid env options ({problems})") from None
 
 

@@ -21,7 +21,6 @@ does not name).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -32,10 +31,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from swe_gym.errors import ConfigError
+from swe_gym.errors import ConfigError, validation_problems
 from swe_gym.grading.eval_run import GRADING_GRACE_S, with_timeout
 from swe_gym.grading.harness import Harness, grade
 from swe_gym.grading.report import GradeReport
+from swe_gym.jsonl import BadLine, json_document
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.protocol import ImageInspector
@@ -154,9 +154,11 @@ def load_certificate(path: str | Path) -> Certificate:
     if not path.is_file():
         raise ConfigError(f"certificate {path} does not exist; {hint}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"certificate {path} is not readable JSON ({exc}); {hint}") from None
+        data = json_document(path)
+    except OSError as exc:
+        raise ConfigError(f"certificate {path} cannot be read ({exc}); {hint}") from None
+    if isinstance(data, BadLine):
+        raise ConfigError(f"certificate {path} is {data.reason}; {hint}")
     if isinstance(data, dict) and data.get("version", CERTIFICATE_VERSION) != CERTIFICATE_VERSION:
         raise ConfigError(
             f"certificate {path} has version {data.get('version')!r}; this swe_gym reads version "
@@ -165,7 +167,7 @@ def load_certificate(path: str | Path) -> Certificate:
     try:
         certificate = Certificate.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg'].lower()}" for e in exc.errors()[:5])
+        problems = validation_problems(exc, whole="file")
         raise ConfigError(f"certificate {path} is not a swe_gym certificate ({problems}); {hint}") from None
     certificate.path = path
     return certificate

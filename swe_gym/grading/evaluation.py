@@ -36,11 +36,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from swe_gym.errors import ConfigError
+from swe_gym.errors import ConfigError, validation_problems
 from swe_gym.grading.certificate import Certificate, Uncertified, screen_tasks
 from swe_gym.grading.eval_run import GRADING_GRACE_S, with_timeout
 from swe_gym.grading.harness import Harness, grade
 from swe_gym.grading.report import GradeReport
+from swe_gym.jsonl import BadLine, json_document, json_lines
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import offload
@@ -164,18 +165,14 @@ def _validate(row: Any, where: str) -> Prediction | PredictionError:
     try:
         return Prediction.model_validate({**row, "where": where})
     except ValidationError as exc:
-        problems: dict[str, str] = {}
-        for err in exc.errors():  # one message per field (a union reports each alternative)
-            problems.setdefault(str(err["loc"][0]) if err["loc"] else "row", err["msg"].lower())
-        text = "; ".join(f"{field}: {msg}" for field, msg in problems.items())
+        text = validation_problems(exc, whole="row").lower()
         return PredictionError(where=where, instance_id=_row_id(row), error=f"invalid prediction ({text})")
 
 
-def _json_rows(path: Path, data: bytes) -> list[tuple[Any, str]]:
-    try:
-        parsed = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"predictions file {path} is not valid JSON ({exc}); use a list of predictions") from None
+def _json_rows(path: Path) -> list[tuple[Any, str]]:
+    parsed = json_document(path)
+    if isinstance(parsed, BadLine):
+        raise ConfigError(f"predictions file {path} is {parsed.reason}; use a list of predictions")
     if isinstance(parsed, dict) and "instance_id" in parsed:
         return [(parsed, f"{path}")]
     if isinstance(parsed, dict):  # keyed by instance_id, as swebench accepts
@@ -198,23 +195,17 @@ def read_predictions(path: str | Path) -> tuple[list[Prediction], list[Predictio
         raise ConfigError(f"predictions file {path} does not exist")
     if path.suffix not in (".json", ".jsonl"):
         raise ConfigError(f"predictions file {path} must be .json or .jsonl")
-    data = path.read_bytes()
     predictions: list[Prediction] = []
     errors: list[PredictionError] = []
     if path.suffix == ".json":
-        rows = _json_rows(path, data)
+        rows = _json_rows(path)
     else:
         rows = []
-        for number, raw in enumerate(data.split(b"\n"), 1):
-            where = f"{path}:{number}"
-            if not raw.strip():
-                continue
-            try:
-                rows.append((json.loads(raw.decode("utf-8")), where))
-            except UnicodeDecodeError as exc:
-                errors.append(PredictionError(where=where, error=f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
-            except json.JSONDecodeError as exc:
-                errors.append(PredictionError(where=where, error=f"not valid JSON ({exc.msg}: column {exc.colno})"))
+        for number, value in json_lines(path):
+            if isinstance(value, BadLine):
+                errors.append(PredictionError(where=f"{path}:{number}", error=value.reason))
+            else:
+                rows.append((value, f"{path}:{number}"))
     for row, where in rows:
         item = _validate(row, where)
         (predictions if isinstance(item, Prediction) else errors).append(item)  # type: ignore[arg-type]

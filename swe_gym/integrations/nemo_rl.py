@@ -65,7 +65,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from swe_gym.envs.episode import EnvOptions, Episode, make_settings, warm_up
 from swe_gym.envs.prompt import SUBMIT, task_prompt
 from swe_gym.envs.text import to_observation
-from swe_gym.errors import ConfigError
+from swe_gym.errors import ConfigError, validation_problems
 from swe_gym.grading.certificate import env_tasks
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import background_loop, run_sync
@@ -682,7 +682,7 @@ def _as_config(cfg: SWEGymEnvConfig | Mapping[str, Any] | None) -> SWEGymEnvConf
     try:
         return SWEGymEnvConfig(**raw)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = validation_problems(exc)
         raise ConfigError(f"invalid swe_gym NeMo RL env config ({problems})") from None
 
 

@@ -42,10 +42,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swe_gym.envs.prompt import SUBMIT
-from swe_gym.errors import ConfigError, PolicyError
+from swe_gym.errors import ConfigError, PolicyError, validation_problems
 from swe_gym.settings import setting
 
 log = logging.getLogger(__name__)
@@ -230,7 +230,10 @@ class LLMPolicy:
     """
 
     def __init__(self, config: LLMConfig | dict[str, Any] | None = None) -> None:
-        self.config = config if isinstance(config, LLMConfig) else LLMConfig(**(config or {}))
+        try:
+            self.config = config if isinstance(config, LLMConfig) else LLMConfig(**(config or {}))
+        except ValidationError as exc:
+            raise ConfigError(f"invalid LLM policy options ({validation_problems(exc)})") from None
         if not self.config.model:
             raise ConfigError(f"the LLM policy needs a model name: set {ENV_PREFIX}MODEL or pass model=")
         try:

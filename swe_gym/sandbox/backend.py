@@ -57,6 +57,15 @@ def tar_directory(source: Path) -> bytes:
 LIVE: weakref.WeakSet[RunnerSandbox] = weakref.WeakSet()
 
 
+def encode_text(text: str) -> bytes:
+    """UTF-8 bytes of any ``str``: surrogate escapes (bytes decoded with ``surrogateescape``) go back to
+    their bytes; other lone surrogates, which no UTF-8 text can hold, are kept as their 3-byte forms."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 class RunnerSandbox(ABC):
     """A live sandbox whose commands go through `swe_gym.sandbox.runner`."""
 
@@ -117,7 +126,7 @@ class RunnerSandbox(ABC):
         max_output_bytes: int | None = None,
     ) -> ExecResult:
         timeout = self.spec.exec_timeout_s if timeout is None else timeout
-        payload = command if isinstance(command, bytes) else command.encode("utf-8", "surrogateescape")
+        payload = command if isinstance(command, bytes) else encode_text(command)
         started = time.perf_counter()
         reply, data = await self._call(
             {
@@ -141,7 +150,7 @@ class RunnerSandbox(ABC):
         )
 
     async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
-        data = content.encode() if isinstance(content, str) else content
+        data = encode_text(content) if isinstance(content, str) else content
         await self._call({"op": "write", "path": self._abs(path), "mode": mode}, data, timeout=120)
 
     async def read_file(self, path: str, max_bytes: int = 64 << 20) -> bytes:

@@ -11,7 +11,9 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from swe_gym.errors import ProviderNotFoundError, ProviderUnavailableError
+from pydantic import ValidationError
+
+from swe_gym.errors import ConfigError, ProviderNotFoundError, ProviderUnavailableError, validation_problems
 from swe_gym.sandbox.protocol import SandboxProvider
 
 ENTRY_POINT_GROUP = "swe_gym.providers"
@@ -65,15 +67,23 @@ def _factory(name: str) -> ProviderFactory:
 
 
 def get_provider(provider: str | Mapping[str, Any] | SandboxProvider = "local", **options: Any) -> SandboxProvider:
-    """A provider from a name, a ``{"type": name, **options}`` mapping, or an instance."""
+    """A provider from a name, a ``{"type": name, **options}`` mapping, or an instance.
+
+    Invalid options are a `ConfigError` naming each bad field (never a pydantic traceback).
+    """
     if isinstance(provider, str):
-        return _factory(provider)(**options)
-    if isinstance(provider, Mapping):
+        name, config = provider, {}
+    elif isinstance(provider, Mapping):
         config = dict(provider)
         name = config.pop("type", None)
         if not isinstance(name, str):
             raise ProviderNotFoundError(f"provider config {dict(provider)!r} has no 'type' naming the provider")
-        return _factory(name)(**config, **options)
+    if isinstance(provider, (str, Mapping)):
+        factory = _factory(name)
+        try:
+            return factory(**config, **options)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid options for provider {name!r} ({validation_problems(exc)})") from None
     if isinstance(provider, SandboxProvider):
         return provider
     raise ProviderNotFoundError(f"not a sandbox provider: {provider!r}")

@@ -19,13 +19,13 @@ dataset NAME --local-dir DIR``), is read from disk.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from swe_gym.errors import TaskError
+from swe_gym.jsonl import BadLine, json_document, json_lines
 
 Row = tuple[Any, str]
 """A raw row and where it came from (source and row number)."""
@@ -111,20 +111,16 @@ def _read_parquet(path: Path) -> list[Row]:
 
 
 def _read_json(path: Path) -> list[Row]:
-    text = path.read_text()
     if path.suffix == ".jsonl":
         rows = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append((json.loads(line), f"{path}:{number}"))
-                except json.JSONDecodeError as exc:
-                    raise TaskError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        for number, value in json_lines(path):
+            if isinstance(value, BadLine):
+                raise TaskError(f"{path}:{number}: {value.reason}")
+            rows.append((value, f"{path}:{number}"))
         return rows
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TaskError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    data = json_document(path)
+    if isinstance(data, BadLine):
+        raise TaskError(f"{path}: {data.reason}")
     data = data.get("tasks", data) if isinstance(data, dict) else data
     return _numbered(data if isinstance(data, list) else [data], str(path))
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swe_gym.errors import TaskError
+from swe_gym.errors import TaskError, validation_problems
 from swe_gym.tasks.bundled import load_bundled
 from swe_gym.tasks.datasets import Row, read_rows
 from swe_gym.tasks.families import convert
@@ -29,10 +29,7 @@ def _validate(record: Any, where: str, dataset: str | None) -> SWETask:
     except TaskError as exc:
         raise TaskError(f"{where}: {exc}") from None
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}{_HINTS.get(err['loc'][:1], '')}"
-            for err in exc.errors()
-        )
+        problems = validation_problems(exc, whole="record", hint=lambda loc: _HINTS.get(loc[:1], ""))
         raise TaskError(f"{where}: invalid task record ({problems})") from None
 
 

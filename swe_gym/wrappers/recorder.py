@@ -1,6 +1,6 @@
 """`TrajectoryRecorder`: one JSON line per episode, appended to a file.
 
-Each line holds the episode's actions, observations (the reset observation
+Each line holds the episode's task (instance id, repo, family), actions, observations (the reset observation
 first, then one per step, each capped), rewards, per-step infos and the terminal
 grading info. An episode left unfinished (``close()`` or ``reset()`` before its
 end, e.g. after Ctrl-C) is still written, with ``"unfinished": true``. With a
@@ -58,8 +58,11 @@ class TrajectoryRecorder(gym.Wrapper):
         started = time.perf_counter()
         observation, info = self.env.reset(seed=seed, options=options)
         self._started = started
+        task = getattr(self.env.unwrapped, "task", None)
         self._episode = {
             "instance_id": info.get("instance_id"),
+            "repo": getattr(task, "repo", None),
+            "family": getattr(task, "family", None),
             "provider": info.get("provider", getattr(getattr(self.env.unwrapped, "provider", None), "name", None)),
             "seed": seed,
             "actions": [],

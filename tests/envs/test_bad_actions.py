@@ -34,6 +34,7 @@ HARMLESS_BUT_NASTY = {
     "term-ignoring-child": "(trap '' TERM; sleep 1000) & sleep 1000",
     "100MB-output": "yes | head -c 100000000",
     "control-chars": "printf '\\033[31mred\\033[0m\\r\\n\\x00\\x07'",
+    "lone-surrogate": "echo \ud800 ok",  # no UTF-8 text holds it; it must not raise UnicodeEncodeError
 }
 DESTRUCTIVE = {
     "kill-all": "kill -9 -1",

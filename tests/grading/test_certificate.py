@@ -144,10 +144,10 @@ def test_certificate_round_trips_and_bad_files_are_config_errors(validated, tmp_
     with pytest.raises(ConfigError, match="does not exist; create one with: swe-gym validate"):
         load_certificate(tmp_path / "none.json")
     (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(ConfigError, match="is not readable JSON"):
+    with pytest.raises(ConfigError, match="is not valid JSON"):
         load_certificate(tmp_path / "bad.json")
     (tmp_path / "other.json").write_text('{"dataset": "x"}')
-    with pytest.raises(ConfigError, match=r"is not a swe_gym certificate \(created: field required"):
+    with pytest.raises(ConfigError, match=r"is not a swe_gym certificate \(created: Field required"):
         load_certificate(tmp_path / "other.json")
 
 
