@@ -10,10 +10,12 @@ from typing import Any, TextIO
 
 import gymnasium as gym
 
-from swe_gym.cli.args import add_instance_ids
+from swe_gym.cli.model_flags import add_model_flags, model_values
+from swe_gym.envs.options import EnvOptions, TaskSelection
 from swe_gym.envs.registration import ENV_ID, register_envs
 from swe_gym.errors import ConfigError
 from swe_gym.policies import POLICY_NAMES, make_policy
+from swe_gym.policies.llm import LLMConfig
 from swe_gym.sandbox.labels import DEFAULT_RUN_ID
 from swe_gym.sandbox.registry import get_provider
 from swe_gym.wrappers import TrajectoryRecorder
@@ -62,12 +64,15 @@ STATUS = StatusLine()
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser("rollout", help="run a policy on tasks and record trajectories")
-    p.add_argument("--tasks", default="bundled", help="'bundled' or a .json/.jsonl task file (default: bundled)")
+    p = commands.add_parser(
+        "rollout",
+        help="run a policy on tasks and record trajectories",
+        description="Run a policy on tasks and record the trajectories. The task and env flags are the fields "
+        "of swe_gym.envs.options (TaskSelection, EnvOptions), with their defaults.",
+    )
     p.add_argument(
         "--provider", default="local", help="sandbox provider: local, docker, apptainer, opensandbox (default: local)"
     )
-    p.add_argument("--image", default=None, help="image for tasks that name none (container providers)")
     p.add_argument("--policy", default="random", choices=POLICY_NAMES, help="(default: random)")
     p.add_argument(
         "--allow-unisolated",
@@ -75,38 +80,13 @@ def add_parser(commands: Any) -> None:
         help="let a policy other than oracle run on local sandboxes without bubblewrap (it can touch the host)",
     )
     p.add_argument("--episodes", type=int, default=None, help="episodes on random tasks (default: one per task)")
-    p.add_argument("--max-steps", type=int, default=30, help="actions per episode (default: 30)")
-    p.add_argument("--step-timeout", type=float, default=60.0, help="seconds per action (default: 60)")
     p.add_argument("--seed", type=int, default=0, help="episode i is reset with seed+i (default: 0)")
     p.add_argument("--out", default="runs/trajectories.jsonl", help="JSONL file the trajectories are appended to")
-    add_instance_ids(p, "only these tasks (repeatable)")
+    add_model_flags(p.add_argument_group("tasks"), TaskSelection)
+    add_model_flags(p.add_argument_group("episodes"), EnvOptions, exclude=["sandbox"])
     llm = p.add_argument_group("--policy llm (an OpenAI-compatible chat endpoint; key from OPENAI_API_KEY)")
-    llm.add_argument(
-        "--llm-base-url", default=None, help="e.g. http://127.0.0.1:18791/v1 (default: $SWE_GYM_LLM_BASE_URL)"
-    )
-    llm.add_argument("--llm-model", default=None, help="model id (default: $SWE_GYM_LLM_MODEL)")
-    llm.add_argument("--llm-temperature", type=float, default=0.0, help="(default: 0)")
-    llm.add_argument("--llm-max-tokens", type=int, default=512, help="completion tokens per reply (default: 512)")
-    llm.add_argument("--llm-context-chars", type=int, default=24000, help="history sent per request (default: 24000)")
-    llm.add_argument("--llm-timeout", type=float, default=120.0, help="seconds per model request (default: 120)")
-    llm.add_argument("--llm-max-retries", type=int, default=3, help="retries of a failed request (default: 3)")
+    add_model_flags(llm, LLMConfig, prefix="llm-", exclude=["api_key", "system_template", "instance_template"])
     p.set_defaults(func=run)
-
-
-def llm_config(args: argparse.Namespace) -> dict[str, Any]:
-    """`LLMConfig` fields from the ``--llm-*`` flags; endpoint and model fall back to the environment."""
-    config: dict[str, Any] = {
-        "temperature": args.llm_temperature,
-        "max_tokens": args.llm_max_tokens,
-        "context_budget_chars": args.llm_context_chars,
-        "request_timeout_s": args.llm_timeout,
-        "max_retries": args.llm_max_retries,
-    }
-    if args.llm_base_url:
-        config["base_url"] = args.llm_base_url
-    if args.llm_model:
-        config["model"] = args.llm_model
-    return config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,20 +102,14 @@ def run(args: argparse.Namespace) -> int:
     register_envs()
     started = time.perf_counter()
     env = gym.make(
-        ENV_ID,
-        tasks=args.tasks,
-        provider=args.provider,
-        image=args.image,
-        max_steps=args.max_steps,
-        step_timeout=args.step_timeout,
-        instance_ids=args.instance_ids,
+        ENV_ID, provider=args.provider, **model_values(args, TaskSelection), **model_values(args, EnvOptions)
     )
     env = TrajectoryRecorder(env, args.out)
     results: list[dict[str, Any]] = []
     policy = None
     try:
         tasks = env.unwrapped.tasks
-        policy = make_policy(args.policy, tasks=tasks, seed=args.seed, llm=llm_config(args))
+        policy = make_policy(args.policy, tasks=tasks, seed=args.seed, llm=model_values(args, LLMConfig, prefix="llm-"))
         env.policy_stats = getattr(policy, "episode_stats", None)
         total = args.episodes if args.episodes is not None else len(tasks)
         for i in range(total):

@@ -13,15 +13,14 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.prompt import SUBMIT, SUBMIT_MARKER, task_prompt
 from swe_gym.envs.text import to_observation
-from swe_gym.errors import ConfigError, GradingError, SandboxDiedError, validation_problems
+from swe_gym.errors import ConfigError, GradingError, SandboxDiedError
 from swe_gym.grading import GradeReport, extract_patch, grade, snapshot
 from swe_gym.grading.certificate import Certificate, load_certificate
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec, get_provider
@@ -214,33 +213,6 @@ class Episode:
             "reset_s": self._reset_s,
             "grade_s": report.duration_s,
         }
-
-
-class EnvOptions(BaseModel):
-    """The options `SWEEnv` and `SWEVectorEnv` share (see `SWEEnv` for what each means)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    image: str | None = None
-    max_steps: int = Field(default=50, ge=1)
-    step_timeout: float = Field(default=60.0, gt=0)
-    max_observation_chars: int = Field(default=20_000, ge=64)
-    reward: Literal["binary", "partial"] = "binary"
-    grade_on_truncation: bool = True
-    sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
-    pool_size: int = Field(default=0, ge=0)
-    scrub_history: bool | Literal["gc"] = True
-    prestart_grading: bool = True
-    certificate: Path | None = None
-    uncertified: Literal["skip", "flag"] = "flag"
-
-    @classmethod
-    def parse(cls, options: Mapping[str, Any]) -> EnvOptions:
-        try:
-            return cls(**options)
-        except ValidationError as exc:
-            problems = validation_problems(exc)
-            raise ConfigError(f"invalid env options ({problems})") from None
 
 
 def make_settings(provider: ProviderLike, options: EnvOptions) -> EpisodeSettings:

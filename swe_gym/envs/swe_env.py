@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from swe_gym.envs.episode import EnvOptions, Episode, make_settings, pick_task, warm_up
+from swe_gym.envs.episode import Episode, make_settings, pick_task, warm_up
+from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.text import text_space
 from swe_gym.errors import ConfigError, SandboxError
 from swe_gym.grading.certificate import env_tasks

@@ -57,17 +57,16 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
-from swe_gym.envs.episode import EnvOptions, Episode, make_settings, warm_up
+from swe_gym.envs.episode import Episode, make_settings, warm_up
+from swe_gym.envs.options import EnvOptions, TaskSelection
 from swe_gym.envs.prompt import SUBMIT, task_prompt
 from swe_gym.envs.text import to_observation
 from swe_gym.errors import ConfigError, validation_problems
 from swe_gym.grading.certificate import env_tasks
-from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import background_loop, run_sync
 from swe_gym.tasks import SWETask, load_tasks
 
@@ -132,31 +131,16 @@ except ImportError as _exc:  # the PyPI `nemo-rl` is an empty placeholder: same 
             """Post-process the finished rollout batch and return it with metrics."""
 
 
-class SWEGymEnvConfig(BaseModel):
+class SWEGymEnvConfig(EnvOptions, TaskSelection):
     """The ``env.<name>`` section of a NeMo RL YAML: what `SWEGymEnvironment` takes.
 
-    Episode options (``image``, ``max_steps``, ``step_timeout``, ``reward``, ``pool_size``, ``sandbox``, ...)
-    mean what they mean for ``swe_gym.SWEEnv``.
+    The episode options and the task selection are `swe_gym.envs.options`' (the same names, defaults
+    and meaning as for ``swe_gym.SWEEnv``); the rest is how NeMo RL's turns map onto episodes.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    tasks: str | list[dict[str, Any]] = Field(default="bundled", description="any `swe_gym.load_tasks` source")
-    split: str = "test"
-    instance_ids: list[str] | None = None
-    provider: str | dict[str, Any] = "local"
-    image: str | None = None
-    max_steps: int = Field(default=50, ge=1, description="turns per episode (format errors count)")
-    step_timeout: float = Field(default=60.0, gt=0)
-    max_observation_chars: int = Field(default=20_000, ge=64)
-    reward: Literal["binary", "partial"] = "binary"
-    grade_on_truncation: bool = True
-    pool_size: int = Field(default=0, ge=0)
-    sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
-    scrub_history: bool | Literal["gc"] = True
-    prestart_grading: bool = True
-    certificate: Path | None = Field(default=None, description="a `swe-gym validate` certificate file")
-    uncertified: Literal["skip", "flag"] = "flag"
+    provider: str | dict[str, Any] = Field(default="local", description="a provider name or {type: ..., ...} config")
     action_format: Literal["bash_block", "tag"] = "bash_block"
     action_tag: str = Field(default="bash", pattern=r"^[A-Za-z][\w.-]*$")
     stop_strings: list[str] | None = Field(
@@ -176,8 +160,7 @@ class SWEGymEnvConfig(BaseModel):
     )
 
     def episode_options(self) -> EnvOptions:
-        fields = set(EnvOptions.model_fields) & set(type(self).model_fields)
-        return EnvOptions(**{name: getattr(self, name) for name in fields})
+        return EnvOptions(**{name: getattr(self, name) for name in EnvOptions.model_fields})
 
     def next_stop_strings(self) -> list[str] | None:
         if self.stop_strings is not None:
@@ -296,7 +279,12 @@ class SWEGymEnvironment(EnvironmentInterface):
         self.config = _as_config(cfg)
         self.settings = make_settings(self.config.provider, self.config.episode_options())
         self.tasks: list[SWETask] = env_tasks(
-            load_tasks(self.config.tasks, split=self.config.split, instance_ids=self.config.instance_ids),
+            load_tasks(
+                self.config.tasks,
+                split=self.config.split,
+                instance_ids=self.config.instance_ids,
+                limit=self.config.limit,
+            ),
             self.settings.certificate,
             self.config.uncertified,
         )

@@ -29,7 +29,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from swe_gym.envs.episode import EnvOptions, StepResult, pick_task
+from swe_gym.envs.episode import StepResult, pick_task
+from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.swe_env import MAX_ACTION_CHARS
 from swe_gym.envs.text import text_space, to_observation
 from swe_gym.errors import ConfigError

@@ -133,12 +133,19 @@ class LLMConfig(BaseModel):
     )
     model: str | None = Field(default_factory=lambda: _env("MODEL"), description="the model id the endpoint serves")
     api_key: str = Field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or "none", repr=False)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="sampling temperature")
     max_tokens: int = Field(default=512, ge=1, description="completion tokens per reply")
-    request_timeout_s: float = Field(default=120.0, gt=0, description="hard deadline of one request")
+    request_timeout_s: float = Field(
+        default=120.0, gt=0, description="hard deadline of one request, seconds", json_schema_extra={"flag": "timeout"}
+    )
     max_retries: int = Field(default=3, ge=0, description="further tries of a request after a transient error")
     retry_backoff_s: float = Field(default=1.0, ge=0, description="first backoff; doubles per retry, at most 30 s")
-    context_budget_chars: int = Field(default=24000, ge=1000, description="history size sent per request")
+    context_budget_chars: int = Field(
+        default=24000,
+        ge=1000,
+        description="history sent per request, chars",
+        json_schema_extra={"flag": "context-chars"},
+    )
     max_observation_chars: int = Field(default=4000, ge=200, description="each observation keeps head and tail")
     max_format_errors: int = Field(default=2, ge=0, description="re-asks per action after an unusable reply")
     max_recorded_reply_chars: int = Field(default=2000, ge=0, description="each reply kept in episode_stats")

@@ -21,7 +21,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from swe_gym.envs.episode import EnvOptions, Episode, StepResult, make_settings, pick_task, warm_up
+from swe_gym.envs.episode import Episode, StepResult, make_settings, pick_task, warm_up
+from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.swe_env import MAX_ACTION_CHARS, _as_text
 from swe_gym.envs.text import text_space, to_observation
 from swe_gym.errors import ConfigError, SandboxError

@@ -1,0 +1,67 @@
+"""The options of an env, in one model every front end uses: `SWEEnv`, `SWEVectorEnv`, `RayVectorEnv`,
+NeMo RL's `SWEGymEnvConfig` (which extends it) and ``swe-gym rollout`` (whose flags are derived from it).
+One name, one default and one description per option."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from swe_gym.errors import ConfigError, validation_problems
+from swe_gym.sandbox import SandboxSpec
+
+
+class TaskSelection(BaseModel):
+    """Which tasks an env draws from (the arguments `swe_gym.load_tasks` takes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: str | list[dict[str, Any]] = Field(
+        default="bundled", description="'bundled', a .json/.jsonl/.parquet file, a dataset folder or name"
+    )
+    split: str = Field(default="test", description="the dataset split, for sources that have splits")
+    instance_ids: list[str] | None = Field(
+        default=None, description="only these tasks", json_schema_extra={"flag": "instance-id"}
+    )
+    limit: int | None = Field(default=None, ge=1, description="only the first N rows of the source")
+
+
+class EnvOptions(BaseModel):
+    """How each episode runs and is graded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: str | None = Field(default=None, description="image for tasks that name none (container providers)")
+    max_steps: int = Field(default=50, ge=1, description="actions per episode before truncation")
+    step_timeout: float = Field(
+        default=60.0, gt=0, description="seconds per action; the action's process group is killed after it"
+    )
+    max_observation_chars: int = Field(default=20_000, ge=64, description="observations keep head and tail to this")
+    reward: Literal["binary", "partial"] = Field(
+        default="binary", description="binary: 1.0 if resolved; partial: the fraction of FAIL_TO_PASS passing"
+    )
+    grade_on_truncation: bool = Field(default=True, description="grade the patch when max_steps is reached")
+    sandbox: SandboxSpec = Field(
+        default_factory=SandboxSpec, description="limits, env vars, network and TTL of every sandbox"
+    )
+    pool_size: int = Field(default=0, ge=0, description="sandboxes started ahead of need (0: off)")
+    scrub_history: bool | Literal["gc"] = Field(
+        default=True, description="remove git history after the base from the agent's sandbox"
+    )
+    prestart_grading: bool = Field(
+        default=True, description="start the grading sandbox as the episode starts, so submit pays only the tests"
+    )
+    certificate: Path | None = Field(default=None, description="a fidelity certificate from swe-gym validate")
+    uncertified: Literal["skip", "flag"] = Field(
+        default="flag", description="tasks the certificate does not certify: left out (skip) or kept and flagged"
+    )
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any]) -> EnvOptions:
+        try:
+            return cls(**options)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid env options ({validation_problems(exc)})") from None
