@@ -138,7 +138,7 @@ def leak_check(bench_token: str | None = None, wait_s: float = 10.0) -> dict[str
 
     Waits up to ``wait_s`` for removals still in flight, then removes baseline containers that remain.
     """
-    ours_labels = (f"{lbl.MANAGED}=true", f"{lbl.RUN_ID}={lbl.DEFAULT_RUN_ID}")
+    ours_labels = (f"{lbl.MANAGED}=true", f"{lbl.RUN_ID}={lbl.current_run_id()}")
     deadline = time.monotonic() + wait_s
     while True:
         ours = docker_ids(*ours_labels)

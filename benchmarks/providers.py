@@ -80,7 +80,7 @@ from bench_common import (
 
 import swe_gym  # noqa: F401  (registers swe_gym/SWE-v0)
 from swe_gym.errors import ProviderUnavailableError
-from swe_gym.sandbox import DEFAULT_RUN_ID, Sandbox, SandboxSpec, get_provider
+from swe_gym.sandbox import Sandbox, SandboxSpec, current_run_id, get_provider
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.providers.local import bwrap_works
 from swe_gym.sandbox.providers.sif import needs_no_privs
@@ -335,7 +335,7 @@ def run_homes() -> list[str]:
         root: Path = get_provider(name).config.root  # type: ignore[attr-defined]
         for meta in root.glob("*/meta.json") if root.is_dir() else []:
             try:
-                if json.loads(meta.read_text()).get("labels", {}).get("swe_gym.run_id") == DEFAULT_RUN_ID:
+                if json.loads(meta.read_text()).get("labels", {}).get("swe_gym.run_id") == current_run_id():
                     found.append(f"{name}:{meta.parent.name}")
             except (OSError, ValueError):
                 continue

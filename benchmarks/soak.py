@@ -7,7 +7,7 @@ What is measured
 ended (default 1,000): every episode creates a sandbox (from the pool), uploads the repository, snapshots it, runs
 two commands, extracts the patch and removes the sandbox. After every 100 ended episodes this process's RSS, thread
 count and open-fd count are sampled, with the number of sandbox directories under the local provider's root
-(``swe_gym.sandbox.providers.local.DEFAULT_ROOT``) and of Docker containers labelled ``swe_gym.managed=true``.
+(``swe_gym.settings.settings().local_root``) and of Docker containers labelled ``swe_gym.managed=true``.
 
 Verdict: the last sample is compared with the one taken after the first 100 episodes (by then caches, thread pools
 and the pool are warm). Growth within the noise allowance (RSS 8 MiB, 2 threads, 4 fds, 2 sandbox dirs, 0 containers)
@@ -39,7 +39,7 @@ import numpy as np
 from bench_common import docker_ids, leak_check, leaked, machine_info, print_machine, proc_sample, write_json
 
 from swe_gym.sandbox import labels as lbl
-from swe_gym.sandbox.providers.local import DEFAULT_ROOT
+from swe_gym.settings import settings
 from swe_gym.wrappers.vector_env import SWEVectorEnv
 
 NUM_ENVS = 8
@@ -59,8 +59,9 @@ class Sample:
     containers: int
 
 
-def sandbox_dirs(root: Path = DEFAULT_ROOT, *, this_run_only: bool = False) -> int:
+def sandbox_dirs(root: Path | None = None, *, this_run_only: bool = False) -> int:
     """Sandbox homes under the local provider's root (optionally only this process's run)."""
+    root = root or settings().local_root
     if not root.is_dir():
         return 0
     if not this_run_only:
@@ -71,7 +72,7 @@ def sandbox_dirs(root: Path = DEFAULT_ROOT, *, this_run_only: bool = False) -> i
             labels = json.loads((home / "meta.json").read_text()).get("labels", {})
         except (OSError, ValueError):
             continue
-        count += labels.get(lbl.RUN_ID) == lbl.DEFAULT_RUN_ID
+        count += labels.get(lbl.RUN_ID) == lbl.current_run_id()
     return count
 
 
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     info = machine_info(None)
     print_machine(info)
-    print(f"local provider root: {DEFAULT_ROOT} ({sandbox_dirs()} sandbox dirs before the run)")
+    print(f"local provider root: {settings().local_root} ({sandbox_dirs()} sandbox dirs before the run)")
     print(f"{args.episodes} episodes, num_envs={NUM_ENVS}, max_steps=2, pool_size=2, action {ACTION!r}")
     started = time.perf_counter()
     env = SWEVectorEnv(NUM_ENVS, provider="local", max_steps=2, grade_on_truncation=False, pool_size=2)
@@ -170,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  unbounded growth: {', '.join(unbounded) if unbounded else 'none'}")
     time.sleep(0.5)
     left_dirs = sandbox_dirs(this_run_only=True)
-    print(f"\nleak check: sandbox dirs of this run left under {DEFAULT_ROOT}: {left_dirs}")
+    print(f"\nleak check: sandbox dirs of this run left under {settings().local_root}: {left_dirs}")
     leftover = {**leak_check(), "local_sandbox_dirs_this_run": left_dirs}
     write_json(
         args.json,

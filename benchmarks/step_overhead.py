@@ -369,7 +369,7 @@ def remove_baseline_containers(client: docker.DockerClient) -> None:
 
 def count_leftovers(client: docker.DockerClient, wait_s: float = 10.0) -> dict[str, int]:
     """Count `swe_gym.managed=true` containers (all, and this process's run), waiting briefly for removals."""
-    ours_filter = {"label": [f"{lbl.MANAGED}=true", f"{lbl.RUN_ID}={lbl.DEFAULT_RUN_ID}"]}
+    ours_filter = {"label": [f"{lbl.MANAGED}=true", f"{lbl.RUN_ID}={lbl.current_run_id()}"]}
     deadline = time.monotonic() + wait_s
     while True:
         ours = len(client.containers.list(all=True, filters=ours_filter))

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from swe_gym.errors import ProviderUnavailableError
-from swe_gym.sandbox import DEFAULT_RUN_ID, AsyncSandbox, Sandbox, SandboxSpec, get_provider
+from swe_gym.sandbox import AsyncSandbox, Sandbox, SandboxSpec, current_run_id, get_provider
 from swe_gym.sandbox.providers.local import bwrap_works
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -151,8 +151,9 @@ def _read(path: Path) -> str:
         return ""
 
 
-def leftover_sandboxes(run_id: str = DEFAULT_RUN_ID) -> dict[str, list[str]]:
+def leftover_sandboxes(run_id: str | None = None) -> dict[str, list[str]]:
     """Sandboxes of this test run (or ``run_id``) still present, per provider (by label)."""
+    run_id = run_id or current_run_id()
     found: dict[str, list[str]] = {}
     local = get_provider("local")
     found["local"] = [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_gym.sandbox import DEFAULT_RUN_ID
+from swe_gym.sandbox import current_run_id
 from swe_gym.tasks import load_tasks
 from swe_gym.wrappers import read_trajectories
 from tests.conftest import ISOLATED, leftover_sandboxes, make_sandbox, provider_setup
@@ -59,7 +59,7 @@ def test_cleanup_by_run_id_removes_leftovers() -> None:
     provider_setup("docker")
     box = make_sandbox("docker")
     container = box.aio.backend.container_id[:12]
-    result = swe_gym("cleanup", "--provider", "docker", "--run-id", DEFAULT_RUN_ID)
+    result = swe_gym("cleanup", "--provider", "docker", "--run-id", current_run_id())
     assert result.returncode == 0, result.stderr
     assert f"docker: removed 1 ({container})" in result.stdout
     box.close()

@@ -9,7 +9,6 @@ import time
 from typing import Any
 
 from swe_gym.cli.args import add_dataset, add_grading, add_instance_ids, check_grading, duration, load_dataset
-from swe_gym.cli.rollout import STATUS
 from swe_gym.grading.certificate import load_certificate
 from swe_gym.grading.evaluation import (
     EvaluationReport,
@@ -18,6 +17,7 @@ from swe_gym.grading.evaluation import (
     gold_predictions,
     read_predictions,
 )
+from swe_gym.progress import Progress, say
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.registry import get_provider
@@ -67,24 +67,28 @@ def add_parser(commands: Any) -> None:
 
 
 class _Progress:
-    """Counts per outcome and an ETA on the status line; one persistent line per instance when not a terminal."""
+    """A bar with the counts per outcome (a terminal), and a line per instance with an ETA."""
 
-    def __init__(self) -> None:
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
         self.started = time.perf_counter()
         self.counts = {"resolved": 0, "unresolved": 0, "empty_patch": 0, "error": 0, "skipped": 0}
 
     def __call__(self, result: InstanceResult, done: int, total: int) -> None:
         key = "error" if result.status == "masked" else result.status
         self.counts[key] += 1
-        elapsed = time.perf_counter() - self.started
-        eta = elapsed / done * (total - done)
+        eta = (time.perf_counter() - self.started) / done * (total - done)
         c = self.counts
-        skipped = f"skipped {c['skipped']}  " if c["skipped"] else ""
-        STATUS.show(
-            f"[{done}/{total}] resolved {c['resolved']}  unresolved {c['unresolved']}  empty {c['empty_patch']}  "
-            f"error {c['error']}  {skipped}eta {duration(eta)}  {result.instance_id}: "
+        skipped = f"  skipped {c['skipped']}" if c["skipped"] else ""
+        counts = (
+            f"resolved {c['resolved']}  unresolved {c['unresolved']}  empty {c['empty_patch']}  error {c['error']}"
+            f"{skipped}"
+        )
+        self.bar.set_total(total)
+        self.bar.advance(
+            postfix=counts,
+            line=f"[{done}/{total}] {counts}  eta {duration(eta)}  {result.instance_id}: "
             f"{result.status.replace('_', ' ')}",
-            persist=True,
         )
 
 
@@ -103,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
             wanted = set(args.instance_ids)
             predictions = [p for p in predictions if p.instance_id in wanted]
             invalid = [e for e in invalid if e.instance_id is None or e.instance_id in wanted]
-    STATUS.show(f"grading {len(predictions)} predictions against {len(tasks)} instances with {args.workers} workers")
+    say(f"grading {len(predictions)} predictions against {len(tasks)} instances with {args.workers} workers")
+    bar = Progress(None, "grading", "instance")
     coroutine = evaluate(
         tasks,
         predictions,
@@ -113,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir=args.run_dir,
         run_id=run_id,
         invalid=invalid,
-        on_result=_Progress(),
+        on_result=_Progress(bar),
         timeout_s=args.timeout,
         harness=args.harness,
         certificate=certificate,
@@ -122,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = run_sync(coroutine)
     except KeyboardInterrupt:
-        STATUS.finish()
+        bar.close()
         print(
             f"interrupted: gradings cancelled and their sandboxes closed; finished instances are in "
             f"{os.path.join(args.run_dir, run_id)}",
@@ -130,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 130
     finally:
-        STATUS.finish()
+        bar.close()
     _summary(report)
     return 0
 

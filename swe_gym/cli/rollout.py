@@ -6,7 +6,7 @@ import argparse
 import statistics
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any
 
 import gymnasium as gym
 
@@ -16,51 +16,10 @@ from swe_gym.envs.registration import ENV_ID, register_envs
 from swe_gym.errors import ConfigError
 from swe_gym.policies import POLICY_NAMES, make_policy
 from swe_gym.policies.llm import LLMConfig
-from swe_gym.sandbox.labels import DEFAULT_RUN_ID
+from swe_gym.progress import Progress, close_all
+from swe_gym.sandbox.labels import current_run_id
 from swe_gym.sandbox.registry import get_provider
 from swe_gym.wrappers import TrajectoryRecorder
-
-
-class StatusLine:
-    """A carriage-return progress line on stderr; when stderr is no terminal, only ``persist`` lines, one each."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self._stream = stream
-        self.text = ""
-
-    @property
-    def stream(self) -> TextIO:
-        return self._stream or sys.stderr
-
-    def show(self, text: str, *, persist: bool = False) -> None:
-        if not self.stream.isatty():
-            if persist:
-                self.stream.write(text + "\n")
-                self.stream.flush()
-            return
-        self.stream.write("\r" + text.ljust(len(self.text)))
-        self.stream.flush()
-        self.text = text
-
-    def clear(self) -> None:
-        if self.text:
-            self.stream.write("\r" + " " * len(self.text) + "\r")
-            self.stream.flush()
-
-    def redraw(self) -> None:
-        if self.text:
-            self.stream.write(self.text)
-            self.stream.flush()
-
-    def finish(self) -> None:
-        """End the line (keeping what it says) so that later output starts on a fresh one."""
-        if self.text:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.text = ""
-
-
-STATUS = StatusLine()
 
 
 def add_parser(commands: Any) -> None:
@@ -112,29 +71,29 @@ def run(args: argparse.Namespace) -> int:
         policy = make_policy(args.policy, tasks=tasks, seed=args.seed, llm=model_values(args, LLMConfig, prefix="llm-"))
         env.policy_stats = getattr(policy, "episode_stats", None)
         total = args.episodes if args.episodes is not None else len(tasks)
-        for i in range(total):
-            options = {"task_id": tasks[i].instance_id} if args.episodes is None else None
-            resolved = sum(r["resolved"] for r in results)
-            STATUS.show(f"episode {i + 1}/{total}  resolved {resolved}/{i}  resetting")
-            observation, info = env.reset(seed=args.seed + i, options=options)
-            policy.reset(observation, info)
-            STATUS.show(f"episode {i + 1}/{total}  resolved {resolved}/{i}  {info['instance_id']}")
-            result = _episode(env, policy, observation, info)
-            results.append(result)
-            outcome = "masked" if result["masked"] else "resolved" if result["resolved"] else "unresolved"
-            tokens = f", {result['tokens']} tokens" if "tokens" in result else ""
-            STATUS.show(
-                f"episode {i + 1}/{total}  resolved {resolved + result['resolved']}/{i + 1}  "
-                f"{info['instance_id']}: {outcome} in {result['steps']} steps{tokens}",
-                persist=True,
-            )
+        with Progress(total, "episodes", "episode") as bar:
+            for i in range(total):
+                options = {"task_id": tasks[i].instance_id} if args.episodes is None else None
+                resolved = sum(r["resolved"] for r in results)
+                bar.status(f"resolved {resolved}/{i}  resetting")
+                observation, info = env.reset(seed=args.seed + i, options=options)
+                policy.reset(observation, info)
+                bar.status(f"resolved {resolved}/{i}  {info['instance_id']}")
+                result = _episode(env, policy, observation, info)
+                results.append(result)
+                outcome = "masked" if result["masked"] else "resolved" if result["resolved"] else "unresolved"
+                tokens = f", {result['tokens']} tokens" if "tokens" in result else ""
+                bar.advance(
+                    postfix=f"resolved {resolved + result['resolved']}/{i + 1}",
+                    line=f"episode {i + 1}/{total}  resolved {resolved + result['resolved']}/{i + 1}  "
+                    f"{info['instance_id']}: {outcome} in {result['steps']} steps{tokens}",
+                )
     except KeyboardInterrupt:
-        STATUS.finish()
+        close_all()
         print("interrupted: closing the environment (removing its sandboxes)", file=sys.stderr)
         env.close()
         return 130
     finally:
-        STATUS.finish()
         env.close()
         if policy is not None and hasattr(policy, "close"):
             policy.close()
@@ -179,6 +138,6 @@ def _summary(results: list[dict[str, Any]], *, wall_s: float, out: str) -> None:
     ]
     if results and all("tokens" in r for r in results):
         rows += [("mean tokens", f"{mean('tokens'):.0f}"), ("mean model s", f"{mean('model_s'):.2f}")]
-    rows += [("wall time s", f"{wall_s:.1f}"), ("trajectories", out), ("run id", DEFAULT_RUN_ID)]
+    rows += [("wall time s", f"{wall_s:.1f}"), ("trajectories", out), ("run id", current_run_id())]
     for name, value in rows:
         print(f"{name:<13} {value}")

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from swe_gym.cli.args import add_dataset, add_grading, add_instance_ids, check_grading, duration, load_dataset
-from swe_gym.cli.rollout import STATUS
 from swe_gym.errors import ConfigError
 from swe_gym.grading.certificate import Certificate, RunEvent, validate
+from swe_gym.progress import Progress, say
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.registry import get_provider
@@ -57,9 +57,10 @@ def dataset_name(source: str) -> str:
 
 
 class _Progress:
-    """Runs done, instances passed and failed so far and an ETA on the status line; a line per finished instance."""
+    """A bar of the runs with instances passed and failed so far (a terminal); a line per finished instance."""
 
-    def __init__(self) -> None:
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
         self.started = time.perf_counter()
         self.passed = 0
         self.failed = 0
@@ -73,13 +74,17 @@ class _Progress:
                 self.passed += 1
             else:
                 self.failed += 1
-        head = f"[runs {done}/{total}] passed {self.passed}  failed {self.failed}  eta {duration(eta)}"
+        so_far = f"passed {self.passed}  failed {self.failed}"
+        self.bar.set_total(total)
         if entry is None:
-            STATUS.show(f"{head}  {event.instance_id}: {event.patch} run {event.run}: {event.result.outcome}")
+            self.bar.advance(postfix=f"{so_far}  {event.instance_id}: {event.patch} run {event.run}")
             return
         counts = f"gold {entry.gold_resolved}/{entry.k}, empty {entry.empty_unresolved}/{entry.k}"
         verdict = "passed" if entry.passed else f"FAILED: {entry.problems[0]}"
-        STATUS.show(f"{head}  {entry.instance_id}: {verdict} ({counts})", persist=True)
+        self.bar.advance(
+            postfix=so_far,
+            line=f"[runs {done}/{total}] {so_far}  eta {duration(eta)}  {entry.instance_id}: {verdict} ({counts})",
+        )
 
 
 def _default_out(dataset: str) -> Path:
@@ -100,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"cannot write the certificate under {out.parent}: {exc}") from None
     provider = get_provider(args.provider)
     tasks = load_dataset(args)
-    STATUS.show(
+    bar = Progress(2 * args.k * len(tasks), "validating", "grading")
+    say(
         f"validating {len(tasks)} instances: gold and empty patch {args.k} times each "
         f"({2 * args.k * len(tasks)} gradings, {args.workers} at a time)"
     )
@@ -110,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         provider=provider,
         spec=SandboxSpec(image=args.image),
         workers=args.workers,
-        on_progress=_Progress(),
+        on_progress=_Progress(bar),
         timeout_s=args.timeout,
         dataset=args.dataset,
         split=args.split,
@@ -119,11 +125,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         certificate = run_sync(coroutine)
     except KeyboardInterrupt:
-        STATUS.finish()
+        bar.close()
         print("interrupted: gradings cancelled and their sandboxes closed; no certificate written", file=sys.stderr)
         return 130
     finally:
-        STATUS.finish()
+        bar.close()
     try:
         certificate.write(out)
     except OSError as exc:

@@ -36,6 +36,11 @@ log = logging.getLogger(__name__)
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 
+def _report_close_failure(closing: asyncio.Future[None]) -> None:
+    if not closing.cancelled() and closing.exception() is not None:
+        log.warning("could not close a sandbox: %s", closing.exception())
+
+
 @dataclass(frozen=True)
 class EpisodeSettings:
     provider: SandboxProvider
@@ -64,6 +69,7 @@ class Episode:
         self._base_tree = ""
         self._reset_s = 0.0
         self._grader: asyncio.Task[AsyncSandbox] | None = None
+        self._closing: asyncio.Future[None] | None = None
 
     async def start(self) -> tuple[str, dict[str, Any]]:
         settings, started = self.settings, time.perf_counter()
@@ -128,15 +134,20 @@ class Episode:
         return await self._finish(output, info, terminated=False)
 
     async def close(self) -> None:
-        await self._close_agent_sandbox()
+        self._release_agent_sandbox()
+        closing, self._closing = self._closing, None
+        if closing is not None:
+            await closing
         grader = await self._take_grader()
         if grader is not None:
             await grader.close()
 
-    async def _close_agent_sandbox(self) -> None:
+    def _release_agent_sandbox(self) -> None:
+        """Close the agent's sandbox in the background (the grading does not wait for it; `close` does)."""
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None:
-            await sandbox.close()
+            self._closing = asyncio.ensure_future(sandbox.close())
+            self._closing.add_done_callback(_report_close_failure)
 
     async def _take_grader(self) -> AsyncSandbox | None:
         """The prestarted grading sandbox if it started and still runs (else grade starts one)."""
@@ -182,7 +193,7 @@ class Episode:
         except GradingError as exc:
             note = str(exc)  # the agent broke its repository: graded as an empty patch
         finally:
-            await self._close_agent_sandbox()
+            self._release_agent_sandbox()
         if (broken is not None and not patch.strip()) or (not terminated and not settings.grade_on_truncation):
             await self.close()  # no grading: the prestarted sandbox goes too
         if broken is not None and not patch.strip():

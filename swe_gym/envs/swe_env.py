@@ -133,7 +133,7 @@ class SWEEnv(gym.Env[str, str]):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._episode is None:
             raise RuntimeError("the episode is over (or never started): call reset() before step()")
-        return run_sync(self._episode.step(_as_text(action)))
+        return run_sync(self._episode.step(as_command(action)))
 
     def render(self) -> str | None:
         return self._episode.last_observation if self.render_mode == "ansi" and self._episode else None
@@ -172,7 +172,8 @@ class SWEEnv(gym.Env[str, str]):
             self._release(self._episode, wait=True)
 
 
-def _as_text(action: Any) -> str:
+def as_command(action: Any) -> str:
+    """An action as the command it runs: ``str`` as is, ``bytes`` decoded (undecodable bytes kept as escapes)."""
     if isinstance(action, str):
         return action
     if isinstance(action, bytes):

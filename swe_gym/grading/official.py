@@ -19,14 +19,17 @@ eval script at all; 4.x grades both classic rows and pre-built ones (``eval_scri
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from types import ModuleType
 from typing import Any
+from unittest import mock
 
 from swe_gym.errors import GradingError, TaskError
 from swe_gym.grading.parsers import TestStatus
@@ -57,17 +60,34 @@ def _harness(name: str) -> ModuleType:
 
 
 def _row_spec(task: SWETask) -> tuple[str, dict[str, Any]] | None:
-    """A row that carries its own spec (SWE-rebench's ``install_config``, in swebench's format), entered
-    into swebench's table under a version key of its own, since swebench's script builders read the table
-    (and a row's spec must never replace the official one of a repo/version swebench knows)."""
+    """A row that carries its own spec (SWE-rebench's ``install_config``, in swebench's format), under a
+    version key of its own (a row's spec must never stand for the official one of a repo/version)."""
     config = task.metadata.get("install_config")
     if not (isinstance(config, dict) and config.get("test_cmd")):
         return None
+    return f"{task.metadata.get('version', '')}+row:{task.instance_id}", config
+
+
+_TABLES = threading.Lock()
+
+
+@contextlib.contextmanager
+def _with_row_spec(task: SWETask, own: tuple[str, dict[str, Any]] | None) -> Iterator[None]:
+    """swebench's script builders read its module tables, so a row's own spec is in them only while they run
+    (and swebench's tables are as shipped before and after, whatever ran meanwhile)."""
+    if own is None:
+        yield
+        return
     constants = _harness("constants")
-    key = f"{task.metadata.get('version', '')}+row:{task.instance_id}"
-    constants.MAP_REPO_VERSION_TO_SPECS.setdefault(task.repo, {})[key] = config
-    constants.MAP_REPO_TO_EXT.setdefault(task.repo, "py")  # SWE-rebench's repositories are Python
-    return key, config
+    key, config = own
+    specs = {task.repo: {**constants.MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}), key: config}}
+    ext = {task.repo: constants.MAP_REPO_TO_EXT.get(task.repo, "py")}  # SWE-rebench's repositories are Python
+    with (
+        _TABLES,
+        mock.patch.dict(constants.MAP_REPO_VERSION_TO_SPECS, specs),
+        mock.patch.dict(constants.MAP_REPO_TO_EXT, ext),
+    ):
+        yield
 
 
 def _specs(task: SWETask) -> dict[str, Any]:
@@ -124,9 +144,10 @@ def eval_script(task: SWETask) -> str:
         "FAIL_TO_PASS": list(task.fail_to_pass),
         "PASS_TO_PASS": list(task.pass_to_pass),
     }
-    lines = _harness("test_spec.create_scripts").make_eval_script_list(
-        instance, specs, _ENV_NAME, task.workdir, task.base_commit, task.test_patch
-    )
+    with _with_row_spec(task, own):
+        lines = _harness("test_spec.create_scripts").make_eval_script_list(
+            instance, specs, _ENV_NAME, task.workdir, task.base_commit, task.test_patch
+        )
     return _test_spec(task, lines).eval_script
 
 

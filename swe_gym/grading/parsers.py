@@ -148,7 +148,7 @@ _PARSERS: dict[str, LogParser] = {
     "swesmith:rust": parse_swesmith_cargo,
     "r2e-gym": parse_r2e_gym,
 }
-#: Families of parsers named by a prefix and built on first use (``swesmith:<repo>``).
+#: Families of parsers named by a prefix and built on each use (``swesmith:<repo>``).
 _RESOLVERS: dict[str, Callable[[str], LogParser]] = {"swesmith:": _swesmith_profile_parser}
 
 
@@ -161,6 +161,5 @@ def get_parser(name: str) -> LogParser:
         return _PARSERS[name]
     for prefix, resolve in _RESOLVERS.items():
         if name.startswith(prefix) and len(name) > len(prefix):
-            _PARSERS[name] = resolve(name[len(prefix) :])
-            return _PARSERS[name]
+            return resolve(name[len(prefix) :])  # not cached: what it resolves to may change (a package installed)
     raise ConfigError(f"unknown log parser {name!r}; known: {', '.join(sorted(_PARSERS))}")

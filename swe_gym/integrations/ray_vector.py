@@ -26,21 +26,19 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
+from gymnasium.vector import AutoresetMode
 
-from swe_gym.envs.episode import StepResult, pick_task
+from swe_gym.envs.episode import StepResult
 from swe_gym.envs.options import EnvOptions
-from swe_gym.envs.swe_env import MAX_ACTION_CHARS
-from swe_gym.envs.text import text_space, to_observation
+from swe_gym.envs.text import to_observation
 from swe_gym.errors import ConfigError
-from swe_gym.grading.certificate import env_tasks
 from swe_gym.sandbox import get_provider
 from swe_gym.sandbox.facade import ProviderLike
-from swe_gym.sandbox.labels import DEFAULT_RUN_ID
-from swe_gym.tasks import SWETask, load_tasks
+from swe_gym.sandbox.labels import current_run_id
+from swe_gym.tasks import SWETask
 from swe_gym.tasks.loader import TaskSource
-from swe_gym.wrappers.vector_env import Reset, SWEVectorEnv, batch_outcomes, check_actions
+from swe_gym.wrappers.batch import BatchedSWEEnv, ResetRequest
+from swe_gym.wrappers.vector_env import Reset, SWEVectorEnv
 
 try:
     import ray
@@ -64,7 +62,7 @@ _OPEN: weakref.WeakSet[RayVectorEnv] = weakref.WeakSet()
 _hooked = False
 
 
-class RayVectorEnv(VectorEnv):
+class RayVectorEnv(BatchedSWEEnv):
     """``num_envs`` SWE episodes stepped together by Ray actors; same options as `SWEVectorEnv`, plus:
 
     >>> import ray; ray.init()                                             # or an existing cluster
@@ -100,24 +98,25 @@ class RayVectorEnv(VectorEnv):
         instance_ids: Iterable[str] | None = None,
         split: str = "test",
         limit: int | slice | None = None,
+        render_mode: str | None = None,
         **options: Any,
     ) -> None:
-        if num_envs < 1 or envs_per_actor < 1:
-            raise ConfigError(f"num_envs and envs_per_actor must be >= 1, got {num_envs} and {envs_per_actor}")
+        if envs_per_actor < 1:
+            raise ConfigError(f"envs_per_actor must be >= 1, got {envs_per_actor}")
         if call_timeout_s <= 0:
             raise ConfigError(f"call_timeout_s must be > 0, got {call_timeout_s}")
-        self.num_envs = num_envs
-        self.autoreset_mode = AutoresetMode(autoreset_mode)
-        self.metadata = {"autoreset_mode": self.autoreset_mode}
-        self.call_timeout_s = call_timeout_s
         parsed = EnvOptions.parse(options)  # a bad option fails here, not in every actor
-        loaded = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
-        self.tasks: list[SWETask] = env_tasks(loaded, parsed.certificate, parsed.uncertified)  # as the actors' envs
-        self._by_id = {task.instance_id: task for task in self.tasks}
-        self.single_observation_space = text_space(parsed.max_observation_chars)
-        self.single_action_space = text_space(MAX_ACTION_CHARS)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
+        super().__init__(  # the tasks as the actors' envs will have them
+            num_envs,
+            tasks,
+            parsed,
+            autoreset_mode=autoreset_mode,
+            instance_ids=instance_ids,
+            split=split,
+            limit=limit,
+            render_mode=render_mode,
+        )
+        self.call_timeout_s = call_timeout_s
         self._max_observation_chars = parsed.max_observation_chars
         self._provider = provider
         self._options = options
@@ -129,7 +128,7 @@ class RayVectorEnv(VectorEnv):
         self._uid = uuid.uuid4().hex[:8]
         self._tasks_ref = ray.put(self.tasks)
         runtime_env = dict((actor_options or {}).get("runtime_env") or {})
-        runtime_env["env_vars"] = {"SWE_GYM_RUN_ID": DEFAULT_RUN_ID, **runtime_env.get("env_vars", {})}
+        runtime_env["env_vars"] = {"SWE_GYM_RUN_ID": current_run_id(), **runtime_env.get("env_vars", {})}
         self._actor_options = {
             "scheduling_strategy": scheduling_strategy,
             "max_concurrency": 2,  # so close() can stop a step that is still running
@@ -142,10 +141,7 @@ class RayVectorEnv(VectorEnv):
         self._where: list[tuple[str, int] | None] = [None] * len(self.groups)
         self._generation = 0
         self._unreported: list[str | None] = [None] * len(self.groups)  # died in a reset, not yet truncated
-        self._needs_reset = np.ones(num_envs, dtype=bool)
-        self._observations: list[str] = [""] * num_envs
         self._reaping: list[Any] = []
-        self.closed = False
         for g in range(len(self.groups)):
             self._spawn(g)
         _OPEN.add(self)
@@ -157,34 +153,19 @@ class RayVectorEnv(VectorEnv):
         self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[tuple[str, ...], dict[str, Any]]:
         self._check_open()
-        options = dict(options or {})
+        request = ResetRequest(self, seed, dict(options or {}))
         super().reset(seed=seed if isinstance(seed, int) else None)
-        if seed is not None and not isinstance(seed, int | np.integer) and len(seed) != self.num_envs:
-            raise ConfigError(f"expected {self.num_envs} seeds, got {len(seed)}")
-        mask = np.asarray(options.pop("reset_mask", np.ones(self.num_envs, dtype=bool)), dtype=bool)
-        if mask.shape != (self.num_envs,):
-            raise ConfigError(f"reset_mask must have shape ({self.num_envs},), got {mask.shape}")
-        task_ids = options.pop("task_ids", None) or [options.pop("task_id", None)] * self.num_envs
-        if len(task_ids) != self.num_envs:
-            raise ConfigError(f"task_ids needs one entry (or None) per sub-env: {self.num_envs}")
-        for task_id in task_ids:  # an unknown id fails here, before any group has reset
-            if task_id is not None:
-                pick_task(self.tasks, self._by_id, self.np_random, task_id)
         calls = {}
         for g, group in enumerate(self.groups):
-            sub = mask[group.start : group.stop]
+            sub = request.mask[group.start : group.stop]
             if self._actors[g] is None:  # a dead group restarts whole
                 self._spawn(g)
                 sub = np.ones(len(group), dtype=bool)
             elif not sub.any():
                 continue
-            if isinstance(seed, int | np.integer):  # sub-env i gets seed + i, as in SWEVectorEnv
-                group_seed: int | list[int | None] | None = int(seed) + group.start
-            else:
-                group_seed = None if seed is None else list(seed[group.start : group.stop])
             calls[g] = self._actors[g].reset.remote(
-                group_seed,
-                {**options, "reset_mask": sub, "task_ids": list(task_ids[group.start : group.stop])},
+                request.seeds[group.start : group.stop],
+                {**request.options, "reset_mask": sub, "task_ids": request.task_ids[group.start : group.stop]},
             )
         results = self._gather(calls)
         infos: dict[str, Any] = {}
@@ -192,17 +173,14 @@ class RayVectorEnv(VectorEnv):
             # A group whose actor died here starts masked; its next step ends that (truncated).
             masked = self._masked(self._unreported[g] or "") if g not in results else None
             dead = [(masked[0], masked[4]) for _ in self.groups[g]] if masked else None
-            for i, (observation, info) in zip(self.groups[g], dead or results[g], strict=True):
-                self._observations[i] = observation
-                infos = self._add_info(infos, info, i)
-                self._needs_reset[i] = False
-        return tuple(self._observations), infos
+            infos = self.record_resets(infos, zip(self.groups[g], dead or results[g], strict=True))
+        return tuple(self.observations), infos
 
     def step(
         self, actions: Sequence[str]
     ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         self._check_open()
-        commands = check_actions(self, actions)
+        commands = self.commands(actions)
         calls, restarting = {}, set()
         for g, group in enumerate(self.groups):
             if self._actors[g] is None and self._unreported[g] is None:  # NEXT_STEP: its new episode starts now
@@ -220,21 +198,21 @@ class RayVectorEnv(VectorEnv):
             for i in self.groups[g]:
                 outcomes[i] = self._masked(self._unreported[g])
             self._unreported[g] = None
-        rewards, terminations, truncations, infos = batch_outcomes(self, outcomes)
+        rewards, terminations, truncations, infos = self.batch(outcomes)  # type: ignore[arg-type]
         # A live group autoresets itself (its SWEVectorEnv has our mode); a lost one restarts here.
-        self._needs_reset[:] = False
+        self.needs_reset[:] = False
         for g in lost:
-            self._needs_reset[self.groups[g].start : self.groups[g].stop] = True
+            self.needs_reset[self.groups[g].start : self.groups[g].stop] = True
         if self.autoreset_mode is AutoresetMode.DISABLED:
-            self._needs_reset = terminations | truncations
+            self.needs_reset = terminations | truncations
         elif self.autoreset_mode is AutoresetMode.SAME_STEP and lost:
-            finals = {i: (self._observations[i], outcomes[i][4]) for g in lost for i in self.groups[g]}
-            restarted, restart_infos = self.reset(options={"reset_mask": self._needs_reset.copy()})
+            finals = {i: (self.observations[i], outcomes[i][4]) for g in lost for i in self.groups[g]}  # type: ignore[index]
+            restarted, restart_infos = self.reset(options={"reset_mask": self.needs_reset.copy()})
             for i, (observation, info) in finals.items():
                 infos = self._add_info(infos, {"final_obs": observation, "final_info": info}, i)
                 infos = self._add_info(infos, unbatch_info(restart_infos, i), i)
-                self._observations[i] = restarted[i]
-        return tuple(self._observations), rewards, terminations, truncations, infos
+                self.observations[i] = restarted[i]
+        return tuple(self.observations), rewards, terminations, truncations, infos
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every actor's env (and so its sandboxes), kill the actors, clean up after dead ones."""

@@ -5,13 +5,12 @@ Knows nothing of tasks, grading or Gymnasium; it could ship alone.
 
 from swe_gym.sandbox.facade import AsyncSandbox, Sandbox
 from swe_gym.sandbox.images import ImageRewriter, RewriteRule
-from swe_gym.sandbox.labels import DEFAULT_RUN_ID
+from swe_gym.sandbox.labels import current_run_id
 from swe_gym.sandbox.protocol import ImageCommitter, SandboxBackend, SandboxProvider
 from swe_gym.sandbox.registry import ENTRY_POINT_GROUP, available_providers, get_provider, register_provider
 from swe_gym.sandbox.spec import ExecResult, ImageInfo, Resources, SandboxSpec, SandboxStatus
 
 __all__ = [
-    "DEFAULT_RUN_ID",
     "ENTRY_POINT_GROUP",
     "AsyncSandbox",
     "ExecResult",
@@ -26,6 +25,7 @@ __all__ = [
     "SandboxSpec",
     "SandboxStatus",
     "available_providers",
+    "current_run_id",
     "get_provider",
     "register_provider",
 ]

@@ -67,7 +67,18 @@ def encode_text(text: str) -> bytes:
 
 
 class RunnerSandbox(ABC):
-    """A live sandbox whose commands go through `swe_gym.sandbox.runner`."""
+    """A live sandbox whose commands go through `swe_gym.sandbox.runner`: the base a provider extends.
+
+    A provider's sandbox class subclasses it (or `ProcessSandbox`, for a runner that is a child
+    process) and its provider's ``create`` does three things, in order:
+
+    1. ``attach(channel)``: the `Channel` to the runner (its reader and writer), once it exists;
+    2. ``await boot(start)``: ``start`` is the provider's coroutine that launches the runner (e.g.
+       `ProcessSandbox.spawn_runner`); boot runs it, waits until the runner answers, writes the spec's
+       files, and closes the half-made sandbox on any failure;
+    3. implements ``_terminate`` (remove the sandbox, idempotent); everything else (exec, files,
+       status, close) is done here.
+    """
 
     provider_name: str = "runner"
 
@@ -84,10 +95,10 @@ class RunnerSandbox(ABC):
         """Whether commands here can reach no network (neither the internet nor other sandboxes)."""
         return not self.spec.network
 
-    def _attach(self, channel: Channel) -> None:
+    def attach(self, channel: Channel) -> None:
         self._channel = channel
 
-    async def _boot(self, start: Awaitable[None]) -> None:
+    async def boot(self, start: Awaitable[None]) -> None:
         """Run the provider's ``start``, wait for the runner, write the spec's files.
 
         Any failure, Ctrl-C included, closes the half-made sandbox before re-raising.

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
+
+from swe_gym.settings import settings
 
 MANAGED = "swe_gym.managed"
 RUN_ID = "swe_gym.run_id"
 CREATED_AT = "swe_gym.created_at"
 EXPIRES_AT = "swe_gym.expires_at"
 
-#: One id per process unless SWE_GYM_RUN_ID says otherwise; `swe-gym cleanup --run-id` uses it.
-DEFAULT_RUN_ID = os.environ.get("SWE_GYM_RUN_ID") or uuid.uuid4().hex[:12]
+#: This process's run id, unless SWE_GYM_RUN_ID names one.
+_PROCESS_RUN_ID = uuid.uuid4().hex[:12]
+
+
+def current_run_id() -> str:
+    """The run id our sandboxes are labelled with: ``SWE_GYM_RUN_ID`` as it is now, else one per process.
+
+    `swe-gym cleanup --run-id` removes by it.
+    """
+    return settings().run_id or _PROCESS_RUN_ID
 
 
 def sandbox_labels(extra: dict[str, str], ttl_s: float) -> dict[str, str]:
@@ -23,7 +32,7 @@ def sandbox_labels(extra: dict[str, str], ttl_s: float) -> dict[str, str]:
 def image_labels(extra: dict[str, str], now: float | None = None) -> dict[str, str]:
     """Labels of an image we made: ours, the run, when; no expiry (an image is a cache, removed by cleanup)."""
     created = time.time() if now is None else now
-    labels = {MANAGED: "true", RUN_ID: DEFAULT_RUN_ID, CREATED_AT: f"{created:.0f}"}
+    labels = {MANAGED: "true", RUN_ID: current_run_id(), CREATED_AT: f"{created:.0f}"}
     labels.update({label_key(k): str(v) for k, v in extra.items()})
     return labels
 

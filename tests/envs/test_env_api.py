@@ -83,6 +83,7 @@ def test_bundled_episode_end_to_end_on_every_provider(provider: str) -> None:
         obs, reward, terminated, truncated, info = environment.step(SUBMIT)
         assert (reward, terminated, truncated) == (1.0, True, False), obs
         assert info["resolved"] and not info["masked"]
+        assert "sandbox" not in info["report"]["timings_s"]  # graded in the sandbox prestarted at reset
     finally:
         environment.close()
 

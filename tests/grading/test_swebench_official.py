@@ -254,6 +254,20 @@ def test_swe_rebench_rows_name_their_parser_in_install_config() -> None:
     assert official.parse_log(t, traced(PYTEST_REQUESTS)) == CASES["psf/requests"][1]
 
 
+def test_a_rows_own_spec_never_stays_in_swebenchs_tables() -> None:
+    """The row's install_config drives its eval script, and swebench's module tables are as shipped after."""
+    from swebench.harness.constants import MAP_REPO_TO_EXT, MAP_REPO_VERSION_TO_SPECS
+
+    before = (repr(MAP_REPO_VERSION_TO_SPECS), repr(MAP_REPO_TO_EXT))
+    config = {"test_cmd": "pytest -rA --rebench-row", "install": "pip install -e ."}
+    patch = "diff --git a/tests/test_x.py b/tests/test_x.py\n--- a/tests/test_x.py\n+++ b/tests/test_x.py\n"
+    patch += "@@ -0,0 +1 @@\n+x\n"
+    t = task("someorg/unknown-lib", version="0.1", install_config=config, test_patch=patch)
+    script = official.eval_script(t)
+    assert "pytest -rA --rebench-row tests/test_x.py" in script and official.install_command(t) == "pip install -e ."
+    assert (repr(MAP_REPO_VERSION_TO_SPECS), repr(MAP_REPO_TO_EXT)) == before
+
+
 def test_a_row_parser_overrides_the_repos() -> None:
     t = task("psf/requests", log_parser="parse_log_pytest")
     assert "test_requests.py::test_unicode_path[/tmp/pytest-of-root/pytest-0/test0/a.txt]" in official.parse_log(

@@ -20,7 +20,7 @@ from swe_gym.integrations.nemo_rl import (
     build_prompt,
     parse_action,
 )
-from swe_gym.sandbox import DEFAULT_RUN_ID
+from swe_gym.sandbox import current_run_id
 from swe_gym.tasks import load_tasks
 from tests.conftest import IN_CI, kill_from_outside, leftover_sandboxes, provider_setup
 
@@ -323,7 +323,7 @@ def test_as_a_ray_actor(ray_cluster: Any) -> None:
     assert actor_class is nemo_rl.SWEGymEnvironmentActor  # made once
     config, _ = provider_setup("local")
     # As NeMo RL's create_env does: actor_class.options(runtime_env=...).remote(env_config)
-    actor = actor_class.options(runtime_env={"env_vars": {"SWE_GYM_RUN_ID": DEFAULT_RUN_ID}}).remote(
+    actor = actor_class.options(runtime_env={"env_vars": {"SWE_GYM_RUN_ID": current_run_id()}}).remote(
         {"provider": config, "max_steps": 5}
     )
     try:
@@ -345,9 +345,9 @@ def test_per_sample_calls_to_the_actor_run_concurrently(ray_cluster: Any) -> Non
     """NeMo RL's async rollout sends one ``step`` per sample; the actor serves them at once, not in turn."""
     ray = ray_cluster
     config, _ = provider_setup("local")
-    actor = nemo_rl.SWEGymEnvironmentActor.options(runtime_env={"env_vars": {"SWE_GYM_RUN_ID": DEFAULT_RUN_ID}}).remote(
-        {"provider": config, "max_steps": 5}
-    )
+    actor = nemo_rl.SWEGymEnvironmentActor.options(
+        runtime_env={"env_vars": {"SWE_GYM_RUN_ID": current_run_id()}}
+    ).remote({"provider": config, "max_steps": 5})
     try:
         convs = [Conversation(TASKS[0].instance_id) for _ in range(4)]
         command = bash("date +%s.%N; sleep 2; date +%s.%N")

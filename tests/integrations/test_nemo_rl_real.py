@@ -69,7 +69,7 @@ from transformers import PreTrainedTokenizerFast  # noqa: E402
 
 from swe_gym.integrations.nemo_rl import SWEGymEnvConfig, build_prompt, register_with_nemo_rl  # noqa: E402
 from swe_gym.sandbox import get_provider  # noqa: E402
-from swe_gym.sandbox.labels import DEFAULT_RUN_ID  # noqa: E402
+from swe_gym.sandbox.labels import current_run_id  # noqa: E402
 from swe_gym.tasks import load_tasks  # noqa: E402
 from tests.conftest import leftover_sandboxes, provider_setup  # noqa: E402
 
@@ -266,7 +266,7 @@ def env_config(**overrides: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    os.environ["SWE_GYM_RUN_ID"] = DEFAULT_RUN_ID  # the actor's sandboxes carry this run's label (leak checks)
+    os.environ["SWE_GYM_RUN_ID"] = current_run_id()  # the actor's sandboxes carry this run's label (leak checks)
     started = not ray.is_initialized()
     if started:
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=True)

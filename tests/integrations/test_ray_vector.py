@@ -20,7 +20,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 from swe_gym.cli.main import main as swe_gym_cli  # noqa: E402
 from swe_gym.integrations.ray_vector import RayVectorEnv  # noqa: E402
-from swe_gym.sandbox import DEFAULT_RUN_ID, get_provider  # noqa: E402
+from swe_gym.sandbox import current_run_id, get_provider  # noqa: E402
 from swe_gym.tasks import load_tasks  # noqa: E402
 from tests.conftest import leftover_sandboxes, provider_setup  # noqa: E402
 
@@ -141,7 +141,7 @@ def test_a_killed_actor_masks_only_its_sub_envs_and_a_new_actor_takes_over(clust
 
 
 def test_swe_gym_cleanup_finds_what_a_killed_actor_left(cluster: Cluster, capsys: pytest.CaptureFixture) -> None:
-    env = make(1)
+    env = make(1, prestart_grading=False)  # one sandbox to find (with it, the grading sandbox is left too)
     try:
         _, infos = env.reset(seed=0)
         sandbox_id = infos["sandbox_id"][0]
@@ -149,7 +149,7 @@ def test_swe_gym_cleanup_finds_what_a_killed_actor_left(cluster: Cluster, capsys
         ray.kill(env.actors[0])
         wait_dead(pid)
         assert leftover_sandboxes()["local"] == [sandbox_id]  # its processes are gone, its home is not
-        assert swe_gym_cli(["cleanup", "--provider", "local", "--run-id", DEFAULT_RUN_ID]) == 0
+        assert swe_gym_cli(["cleanup", "--provider", "local", "--run-id", current_run_id()]) == 0
         assert f"local: removed 1 ({sandbox_id})" in capsys.readouterr().out
         actors = env.actors
     finally:

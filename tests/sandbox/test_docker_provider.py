@@ -9,7 +9,7 @@ import time
 import pytest
 
 from swe_gym.errors import ImageNotFoundError, SandboxDiedError
-from swe_gym.sandbox import DEFAULT_RUN_ID, SandboxStatus
+from swe_gym.sandbox import SandboxStatus, current_run_id
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.registry import get_provider
 from tests.conftest import TEST_IMAGE, make_sandbox, require_docker
@@ -42,7 +42,7 @@ def test_labels_limits_and_removal(docker_client) -> None:
     attrs = docker_client.containers.get(container_id).attrs
     labels = attrs["Config"]["Labels"]
     assert labels["swe_gym.managed"] == "true"
-    assert labels["swe_gym.run_id"] == DEFAULT_RUN_ID
+    assert labels["swe_gym.run_id"] == current_run_id()
     assert labels["swe_gym.task_id"] == "t-1"
     assert float(labels["swe_gym.expires_at"]) > time.time()
     host = attrs["HostConfig"]
@@ -101,7 +101,7 @@ def test_cleanup_removes_our_containers_by_run(docker_client) -> None:
     container_id = box.aio.backend.container_id
     provider = get_provider("docker")
     assert run_sync(provider.cleanup(run_id="some-other-run")) == []
-    assert container_id[:12] in run_sync(provider.cleanup(run_id=DEFAULT_RUN_ID))
+    assert container_id[:12] in run_sync(provider.cleanup(run_id=current_run_id()))
     assert _gone(docker_client, container_id)
     box.close()  # already gone: still fine
 

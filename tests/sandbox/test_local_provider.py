@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_gym.sandbox import DEFAULT_RUN_ID
+from swe_gym.sandbox import current_run_id
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.providers.local import warn_unisolated
 from swe_gym.sandbox.registry import get_provider
@@ -45,6 +45,6 @@ def test_cleanup_removes_leftover_workspaces() -> None:
     box = make_sandbox("local-unisolated")
     home = box.aio.backend.home
     provider = get_provider("local")
-    removed = run_sync(provider.cleanup(run_id=DEFAULT_RUN_ID))
+    removed = run_sync(provider.cleanup(run_id=current_run_id()))
     assert box.id in removed and not home.exists()
     box.close()

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from swe_gym.errors import ConfigError, ImageNotFoundError, ProviderUnavailableError, SandboxDiedError
-from swe_gym.sandbox import DEFAULT_RUN_ID, Sandbox, SandboxSpec, get_provider
+from swe_gym.sandbox import Sandbox, SandboxSpec, current_run_id, get_provider
 from swe_gym.sandbox.loop import run_sync
 from tests.conftest import PROVIDERS, TEST_IMAGE, make_sandbox, require
 
@@ -36,7 +36,7 @@ def test_metadata_limits_and_ttl_reach_the_server() -> None:
     with make_sandbox("opensandbox", ttl_s=600, **spec) as box:
         attrs = _container(box.aio.backend.id).attrs
         labels = attrs["Config"]["Labels"]
-        assert labels["swe_gym.managed"] == "true" and labels["swe_gym.run_id"] == DEFAULT_RUN_ID
+        assert labels["swe_gym.managed"] == "true" and labels["swe_gym.run_id"] == current_run_id()
         assert labels["swe_gym.task_id"] == "django__django-11099"
         assert 590 < float(labels["swe_gym.expires_at"]) - time.time() <= 600
         assert (attrs["HostConfig"]["NanoCpus"], attrs["HostConfig"]["Memory"]) == (1_500_000_000, 512 << 20)

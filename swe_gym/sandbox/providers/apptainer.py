@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -33,10 +32,10 @@ from swe_gym.sandbox.providers.cgroups import Cgroup
 from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home
 from swe_gym.sandbox.providers.sif import SifCache, apptainer_binary, needs_no_privs
 from swe_gym.sandbox.spec import SandboxSpec
+from swe_gym.settings import settings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ROOT = Path(os.environ.get("SWE_GYM_APPTAINER_ROOT", Path(tempfile.gettempdir()) / "swe_gym-apptainer"))
 GROUP_PREFIX = "apt-"
 #: Apptainer passes host variables with this prefix into a ``--cleanenv`` container.
 ENV_PASS = "APPTAINERENV_"
@@ -49,10 +48,13 @@ class ApptainerProviderConfig(BaseModel):
     binary: str | None = Field(default=None, description="apptainer or singularity on PATH (default: found)")
     cache_dir: Path | None = Field(default=None, description="built SIFs (default: $SWE_GYM_SIF_CACHE or ~/.cache)")
     sif_dir: Path | None = Field(
-        default_factory=lambda: Path(os.environ["SWE_GYM_SIF_DIR"]) if os.environ.get("SWE_GYM_SIF_DIR") else None,
+        default_factory=lambda: settings().sif_dir,
         description="pre-built SIFs, looked up by image name before anything is built",
     )
-    root: Path = Field(default=DEFAULT_ROOT, description="per-sandbox state and overlay directories")
+    root: Path = Field(
+        default_factory=lambda: settings().apptainer_root,
+        description="per-sandbox state and overlay directories ($SWE_GYM_APPTAINER_ROOT or the temp dir)",
+    )
     writable: Literal["overlay", "tmpfs"] = Field(
         default="overlay", description="a per-sandbox overlay directory on disk, or --writable-tmpfs (RAM, capped)"
     )
@@ -115,11 +117,11 @@ class ApptainerProvider(HomeProvider):
         env.update({ENV_PASS + k: v for k, v in spec.command_env().items()})
         env[ENV_PASS + RUNNER_ENV] = runner_source()
         sandbox = ApptainerSandbox(sandbox_id, spec, spec.workdir, home, cgroup)
-        await sandbox._boot(self._start(sandbox, self._exec_argv(spec, sif, overlay), env))
+        await sandbox.boot(self._start(sandbox, self._exec_argv(spec, sif, overlay), env))
         return sandbox
 
     async def _start(self, sandbox: ApptainerSandbox, argv: list[str], env: dict[str, str]) -> None:
-        await sandbox._start(argv, env, sandbox.home)
+        await sandbox.spawn_runner(argv, env, sandbox.home)
         made = await sandbox.exec(f"mkdir -p {shlex.quote(sandbox.workdir)}", cwd="/", timeout=60)
         if not made.ok:
             raise SandboxError(f"apptainer sandbox {sandbox.id}: cannot create {sandbox.workdir}: {made.output}")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections import deque
 from typing import Any, Literal
 
@@ -30,6 +29,7 @@ from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.protocol import SandboxBackend
 from swe_gym.sandbox.spec import ImageInfo, SandboxSpec
+from swe_gym.settings import settings
 
 try:
     import docker
@@ -51,7 +51,7 @@ class DockerProviderConfig(BaseModel):
     runtime: str | None = None
     image_rewrite: str = ""
     pull: Literal["never", "missing"] = Field(
-        default_factory=lambda: "missing" if os.environ.get("SWE_GYM_PULL") == "missing" else "never",
+        default_factory=lambda: settings().pull,
         description="pull an image the engine lacks (progress is logged), or fail with ImageNotFoundError",
     )
     max_concurrent_creates: int = Field(default=8, ge=1, description="the daemon fails under many parallel starts")
@@ -142,7 +142,7 @@ class DockerSandbox(RunnerSandbox):
         reader = asyncio.StreamReader(limit=1 << 20)
         loop = asyncio.get_running_loop()
         _, self._protocol = await loop.create_connection(lambda: _AttachProtocol(reader), sock=raw.dup())
-        self._attach(RunnerChannel(reader, self._protocol, self._describe))
+        self.attach(RunnerChannel(reader, self._protocol, self._describe))
         try:
             await asyncio.to_thread(api.start, self.container_id)
         except docker.errors.APIError as exc:
@@ -254,7 +254,7 @@ class DockerProvider:
         try:
             container_id = await guarded(asyncio.to_thread(self._create_container, spec, image), self._remove_quietly)
             sandbox = DockerSandbox(container_id, spec.model_copy(update={"image": image}), self.api)
-            await sandbox._boot(sandbox._connect())
+            await sandbox.boot(sandbox._connect())
         except (docker.errors.APIError, requests.RequestException) as exc:
             raise SandboxError(f"docker could not start a container from {image!r}: {exc}") from exc
         return sandbox

@@ -24,7 +24,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -36,10 +35,10 @@ from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
 from swe_gym.sandbox.providers.cgroups import Cgroup
 from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home
 from swe_gym.sandbox.spec import SandboxSpec
+from swe_gym.settings import settings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ROOT = Path(os.environ.get("SWE_GYM_LOCAL_ROOT", Path(tempfile.gettempdir()) / "swe_gym-sandboxes"))
 GROUP_PREFIX = "sbx-"
 
 #: Top-level host entries every command needs (those that exist; merged-/usr symlinks stay symlinks).
@@ -94,7 +93,9 @@ class LocalProviderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["local"] = "local"
-    root: Path = DEFAULT_ROOT
+    root: Path = Field(
+        default_factory=lambda: settings().local_root, description="sandbox homes ($SWE_GYM_LOCAL_ROOT or the temp dir)"
+    )
     isolation: Literal["auto", "bwrap", "none"] = "auto"
     max_concurrent_creates: int = Field(default=16, ge=1)
 
@@ -212,7 +213,7 @@ class LocalProvider(HomeProvider):
             argv, workdir = runner, str(work)
         sandbox = LocalSandbox(sandbox_id, spec, workdir, home, cgroup)
         sandbox.isolated = isolated
-        await sandbox._boot(sandbox._start(argv, env, work))
+        await sandbox.boot(sandbox.spawn_runner(argv, env, work))
         return sandbox
 
 

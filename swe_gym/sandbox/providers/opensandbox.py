@@ -174,7 +174,7 @@ class OpenSandboxSandbox(RunnerSandbox):
         self._deny_egress = deny_egress
         runner = f"{python} -c {shlex.quote(RUNNER_BOOTSTRAP)}"
         self.channel = OneShotChannel(_SDKTransport(remote.id, remote), runner, REQUEST_DIR)
-        self._attach(self.channel)
+        self.attach(self.channel)
 
     @property
     def network_isolated(self) -> bool:
@@ -306,7 +306,7 @@ class OpenSandboxProvider:
         except SandboxException as exc:
             raise self._create_error(image, exc) from exc
         sandbox = OpenSandboxSandbox(remote, spec, self.config.python, deny_egress=self._deny_egress)
-        await sandbox._boot(self._ready(sandbox))
+        await sandbox.boot(self._ready(sandbox))
         return sandbox
 
     async def _ready(self, sandbox: OpenSandboxSandbox) -> None:
@@ -316,7 +316,7 @@ class OpenSandboxProvider:
             raise SandboxError(f"opensandbox sandbox {sandbox.id} never became ready: {exc}") from exc
         if not await sandbox.channel.start_daemon():
             log.warning("opensandbox sandbox %s: runner daemon did not start; one Python start per call", sandbox.id)
-        # `_boot` pings the runner next (which proves python3 works), then writes the spec's files.
+        # `boot` pings the runner next (which proves python3 works), then writes the spec's files.
         workdir = await sandbox.exec(f"mkdir -p {shlex.quote(sandbox.spec.workdir)}", cwd="/", timeout=30)
         if not workdir.ok:
             raise SandboxError(f"cannot create the workdir in opensandbox sandbox {sandbox.id}: {workdir.output}")
@@ -331,7 +331,7 @@ class OpenSandboxProvider:
         sandbox = OpenSandboxSandbox(
             remote, spec or SandboxSpec(image="unknown"), self.config.python, deny_egress=self._deny_egress
         )
-        await sandbox._boot(asyncio.sleep(0))
+        await sandbox.boot(asyncio.sleep(0))
         return sandbox
 
     async def cleanup(

@@ -69,9 +69,11 @@ class ProcessSandbox(RunnerSandbox):
             f"{self.provider_name} sandbox {self.id} runner exit code {code}; runner log: {tail.strip() or '(empty)'}"
         )
 
-    async def _start(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+    async def spawn_runner(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        """Start the runner as ``argv`` (in ``cwd``, with ``env``), its stdin/stdout the channel: for `boot`."""
+
         async def adopt(proc: asyncio.subprocess.Process) -> None:
-            self._proc = proc  # cancelled halfway: `_terminate` (via `_boot`) still finds it
+            self._proc = proc  # cancelled halfway: `_terminate` (via `boot`) still finds it
 
         with open(self.home / "runner.log", "wb") as errlog:
             spawn = asyncio.create_subprocess_exec(
@@ -88,7 +90,7 @@ class ProcessSandbox(RunnerSandbox):
         meta.update(runner_pid=self._proc.pid, runner_start=_start_time(self._proc.pid))
         (self.home / "meta.json").write_text(json.dumps(meta))
         assert self._proc.stdout is not None and self._proc.stdin is not None
-        self._attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe, self._exited))
+        self.attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe, self._exited))
 
     def _exited(self) -> bool:
         """The runner process is gone or a zombie: read from /proc, since asyncio reaps it only later."""

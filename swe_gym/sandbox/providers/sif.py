@@ -23,7 +23,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from swe_gym.errors import ImageNotFoundError, ProviderUnavailableError, SandboxError
+from swe_gym.progress import Progress
 from swe_gym.sandbox.loop import offload
+from swe_gym.settings import settings
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +69,9 @@ def needs_no_privs() -> bool:
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("SWE_GYM_SIF_CACHE")
-    if env:
-        return Path(env)
+    own = settings().sif_cache
+    if own is not None:
+        return own
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "swe_gym" / "sif"
 
@@ -152,11 +154,15 @@ class SifCache:
         argv = [self.binary, "build", "--force", *self.build_options, str(partial), source]
         log.info("building SIF for %s (%s); this happens once per image", image, " ".join(argv))
         tail: deque[str] = deque(maxlen=20)
-        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        with (
+            Progress(None, f"building SIF for {image}", "line") as bar,
+            subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc,
+        ):
             assert proc.stdout is not None
             for line in proc.stdout:
                 tail.append(line.rstrip())
                 log.info("apptainer build %s: %s", image, line.rstrip())
+                bar.advance(postfix=line.strip()[-60:])
             code = proc.wait()
         if code != 0:
             output = "\n".join(tail)

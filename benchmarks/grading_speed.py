@@ -1,0 +1,475 @@
+"""Grading at the speed of the tests: `grade()` against a bare run of the same tests, and the terminal step's latency.
+
+Runs on the real-size Django image of ``real_image.py`` (django__django-11099: Django 3.0's tree, 6,000 files, its
+own test runner), not a toy repository, so what the grader costs is measured against tests of a real size.
+
+What is compared
+----------------
+(a) Grade vs bare, provider docker, the task's gold patch, wall time (``time.perf_counter``) from before the
+container starts to after it is removed, for each of:
+
+* ``grade()``: ``run_sync(grade(task, task.patch, provider="docker"))``: everything the grader does (a fresh
+  sandbox, the patch's paths checked, the tree recorded, the apply ladder, the restore set, the official swebench
+  4.x eval script with sealed markers, the log parsed by swebench's django parser and judged by its rule).
+* ``bare``: the plain docker SDK and nothing else: ``containers.run(IMG, "sleep infinity", network_mode="none")``,
+  the gold and test patches copied in (one ``put_archive``; the tar is built before timing), ``git apply`` of both,
+  the swebench spec's test command (``./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1``) on the
+  test patch's modules (swebench's ``get_test_directives``) after ``source /opt/miniconda3/bin/activate && conda
+  activate testbed`` and the spec's locale exports (the image has ``en_US.UTF-8`` generated, so the exports cost
+  nothing), one ``exec_run`` with the environment variables grade()'s sandbox commands get
+  (``SandboxSpec().command_env()``: ``PYTHONDONTWRITEBYTECODE=1`` and the like, so Python behaves alike in both),
+  ``container.remove(force=True)``. This is the speed of the tests: the target.
+* ``bare + official script`` (shown, not the target): the same container, but the official eval script instead
+  of the bare test command, every line of it run. ``bare + official`` - ``bare`` is what the script's steps around
+  the tests cost when all of them run (``locale-gen``, ``git status/show/diff``, ``python -m pip install -e .``);
+  grade() runs that script too, but may skip or speed up some of it (``GradeReport.install`` says what became of
+  the reinstall), so it can be faster than ``bare + official``. One more, untimed, run of the script with a
+  timestamp on every ``set -x`` trace line shows which of its commands take the time.
+
+Ratio printed: ``grade/bare`` of the p50s (target <= 1.5). grade's phases are printed too when `GradeReport`
+exposes them (``timings_s``, or any other dict of seconds named for phases or timings).
+
+(b) The terminal step: an episode through ``gymnasium.make("swe_gym/SWE-v0", tasks=[task], provider="docker")``:
+reset, one step that writes the gold patch with a heredoc and ``git apply``-s it, one ``sleep 1`` step (time for an
+overlapped grader to start), then ``submit``, whose wall time is measured (patch extraction, the agent's sandbox
+closed, grading). ``before``: ``prestart_grading=False`` (the grading sandbox starts at the submit); ``after``:
+``prestart_grading=True`` (it starts at reset, while the agent acts). When `EnvOptions` has no
+``prestart_grading`` yet, only ``before`` runs (with the env's defaults) and the run says so.
+
+Why it is fair
+--------------
+* Same machine, process, image, patches and test modules; both sides start and remove a container of the same
+  image with the network off, and the time of both includes that start and removal.
+* Rounds interleave the methods, the order rotating each round, so noise hits all alike (R=5 by default), after an
+  untimed warm-up of each (docker's caches, the grader's repository listing, the env's prepared image).
+* Verdicts are checked, a mismatch fails the run: ``grade()`` must resolve the task, the bare log (parsed by
+  swebench's django parser) must show every FAIL_TO_PASS and PASS_TO_PASS test passing, the official script's log
+  must resolve by swebench's rule, and every submit in (b) must end resolved with reward 1.0.
+* bare does none of the grader's integrity work and none of the official script's set-up steps, so grade - bare
+  is all the grader adds on top of the tests (the most a faster grader could save), not a like-for-like overhead.
+
+Run: ``python benchmarks/real_image.py`` once (builds the image and the task row), then
+``python benchmarks/grading_speed.py [--row PATH] [--rounds 5] [--parts a b] [--json OUT]`` (about 2 minutes).
+Containers the benchmark starts carry the ``swe_gym.benchmark`` label and are removed in ``finally``; each part
+ends with a leak check of ``swe_gym.managed=true`` containers and its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import itertools
+import re
+import sys
+import tarfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench_common import (
+    BENCH_LABEL,
+    BenchmarkError,
+    Method,
+    Summary,
+    image_present,
+    interleave,
+    leak_check,
+    leaked,
+    machine_info,
+    print_machine,
+    print_table,
+    write_json,
+)
+from real_image import DEFAULT_ROW
+
+from swe_gym.grading import GradeReport, grade, official
+from swe_gym.sandbox import SandboxSpec
+from swe_gym.sandbox.loop import run_sync
+from swe_gym.tasks import SWETask
+
+TARGET_RATIO = 1.5
+ENV_ID = "swe_gym/SWE-v0"
+LOCALE_EXPORTS = "export LANG=en_US.UTF-8 LANGUAGE=en_US:en LC_ALL=en_US.UTF-8"
+ACTIVATE = "source /opt/miniconda3/bin/activate && conda activate testbed"
+
+
+def load_task(path: Path, image: str | None) -> SWETask:
+    import json
+
+    if not path.is_file():
+        raise BenchmarkError(f"no task row at {path}: run `python benchmarks/real_image.py` first")
+    row = json.loads(path.read_text())
+    if image:
+        row["image"] = image
+    return SWETask.model_validate(row)
+
+
+# -- (a) grade vs bare ---------------------------------------------------------------------------------------------
+
+
+def bare_test_command(task: SWETask) -> str:
+    """The swebench spec's test command on the test patch's modules, as the official script runs it."""
+    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
+    from swebench.harness.test_spec.python import get_test_directives
+
+    spec = MAP_REPO_VERSION_TO_SPECS[task.repo][str(task.metadata["version"])]
+    directives = get_test_directives({"repo": task.repo, "test_patch": task.test_patch})
+    return f"{spec['test_cmd']} {' '.join(directives)}"
+
+
+def patch_tar(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, text in files.items():
+            data = text.encode("utf-8", "surrogateescape")
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@dataclass
+class Bare:
+    """A container of the task's image driven with the plain docker SDK: start, copy, one exec, remove."""
+
+    task: SWETask
+    image: str
+    token: str
+    client: Any = None
+
+    def __post_init__(self) -> None:
+        import docker
+
+        self.client = docker.from_env()
+        self.last_phases: dict[str, float] = {}
+        self.env = (
+            SandboxSpec().command_env()
+        )  # the variables grade()'s sandbox commands get (PYTHONDONTWRITEBYTECODE...)
+        self.tests = bare_test_command(self.task)
+        self.official_script = official.eval_script(self.task)
+        self.archive = patch_tar(
+            {"test.patch": self.task.test_patch, "gold.patch": self.task.patch, "eval.sh": self.official_script}
+        )
+
+    def script(self, official_script: bool) -> str:
+        if official_script:  # the official script applies the test patch itself
+            return "cd /testbed && git apply /tmp/gold.patch && bash /tmp/eval.sh 2>&1"
+        return (
+            f"cd /testbed && git apply /tmp/test.patch && git apply /tmp/gold.patch || exit 97\n"
+            f"{ACTIVATE}\n{LOCALE_EXPORTS}\n{self.tests} 2>&1\n"
+        )
+
+    def run(self, script: str) -> tuple[float, str, int]:
+        """(ms from before the start to after the removal, output, exit code)."""
+        started = time.perf_counter()
+        container = self.client.containers.run(
+            self.image,
+            ["sleep", "infinity"],
+            detach=True,
+            network_mode="none",
+            labels={BENCH_LABEL: self.token},
+            working_dir="/testbed",
+        )
+        up = time.perf_counter()
+        try:
+            container.put_archive("/tmp", self.archive)
+            result = container.exec_run(["bash", "-c", script], workdir="/testbed", environment=self.env)
+        finally:
+            ran = time.perf_counter()
+            container.remove(force=True)
+        ended = time.perf_counter()
+        self.last_phases = {"start": up - started, "copy+exec": ran - up, "remove": ended - ran}
+        elapsed_ms = (ended - started) * 1000.0
+        return elapsed_ms, result.output.decode("utf-8", "replace"), result.exit_code
+
+    def profile_official(self) -> list[tuple[float, str]]:
+        """One untimed run of the official script, each trace line timestamped: (seconds, command), slowest first."""
+        lines = self.official_script.split("\n")
+        stamped = "\n".join([*lines[:2], 'PS4="+ \\$(date +%s.%N) "', *lines[2:]])
+        archive, self.archive = (
+            self.archive,
+            patch_tar({"test.patch": self.task.test_patch, "gold.patch": self.task.patch, "eval.sh": stamped}),
+        )
+        try:
+            _, output, _ = self.run(self.script(official_script=True))
+        finally:
+            self.archive = archive
+        traces = [m.groups() for m in re.finditer(r"^\++ (\d+\.\d+) (.*)$", output, re.MULTILINE)]
+        steps = [(float(b[0]) - float(a[0]), a[1][:100]) for a, b in itertools.pairwise(traces)]
+        return sorted(steps, reverse=True)
+
+
+def phase_times(report: GradeReport) -> dict[str, float]:
+    """The phase timings the report exposes (seconds): dicts of numbers named like phases/timings, ``*_s`` floats."""
+    found: dict[str, float] = {}
+    for name in type(report).model_fields:
+        value = getattr(report, name, None)
+        if isinstance(value, dict) and ("phase" in name or "timing" in name):
+            found.update({str(k): float(v) for k, v in value.items() if isinstance(v, int | float)})
+        elif name.endswith("_s") and name != "duration_s" and isinstance(value, int | float):
+            found[name] = float(value)
+    return found
+
+
+@dataclass
+class PartA:
+    grade: Method
+    bare: Method
+    official: Method
+    mismatches: list[str] = field(default_factory=list)
+    phases: list[dict[str, float]] = field(default_factory=list)
+    bare_phases: list[dict[str, float]] = field(default_factory=list)
+    installs: set[str] = field(default_factory=set)
+    profile: list[tuple[float, str]] = field(default_factory=list)
+
+
+def p50_phases(samples: Sequence[dict[str, float]]) -> str:
+    names = list(dict.fromkeys(k for p in samples for k in p))
+    return ", ".join(f"{n} {Summary.of([p[n] for p in samples if n in p]).p50 * 1000:.0f} ms" for n in names)
+
+
+def part_a_methods(task: SWETask, bare: Bare) -> PartA:
+    part: PartA
+
+    def run_grade() -> None:
+        report = run_sync(grade(task, task.patch, provider="docker"))
+        if report.masked:
+            raise BenchmarkError(f"grade() was masked: {report.masked_reason}")
+        if not report.resolved:
+            part.mismatches.append(f"grade() did not resolve the gold patch: {report.summary()}")
+        part.phases.append({"duration_s": report.duration_s, **phase_times(report)})
+        plan = [str(v) for name in ("install", "eval_plan") if (v := getattr(report, name, None))]
+        part.installs.add("; ".join(plan) or "(not reported)")
+
+    def run_bare() -> None:
+        _, output, code = bare.run(bare.script(official_script=False))
+        part.bare_phases.append(bare.last_phases)
+        status = official.parse_section(task, output)
+        failing = [t for t in [*task.fail_to_pass, *task.pass_to_pass] if status.get(t) != "PASSED"]
+        if code == 97 or failing:
+            part.mismatches.append(f"bare: exit {code}, not passing: {failing[:5]}; log tail: {output[-500:]!r}")
+
+    def run_official() -> None:
+        _, output, _ = bare.run(bare.script(official_script=True))
+        resolved, _, _ = official.judge(task, official.parse_log(task, output))
+        if not resolved:
+            part.mismatches.append(f"bare + official script did not resolve the gold patch: {output[-500:]!r}")
+
+    part = PartA(Method("grade()", run_grade), Method("bare", run_bare), Method("bare + official script", run_official))
+    return part
+
+
+def run_part_a(task: SWETask, image: str, rounds: int, warmup: int, token: str) -> tuple[dict[str, Any], bool]:
+    print(f"\n== (a) grade() vs bare, {image}: {rounds} rounds after {warmup} warm-up(s), container start to removal")
+    bare = Bare(task, image, token)
+    print(f"bare test command: {ACTIVATE}; {LOCALE_EXPORTS}; {bare.tests}")
+    part = part_a_methods(task, bare)
+    error: BenchmarkError | None = None
+    try:
+        part.profile = bare.profile_official()
+        interleave([part.grade, part.bare, part.official], rounds, warmup=warmup)
+    except BenchmarkError as exc:
+        error = exc
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+    finally:
+        leftover = leak_check(token)
+    methods = [part.grade, part.bare, part.official]
+    ratio = float("nan")
+    if all(m.samples_ms for m in methods):
+        print_table("wall time, container start to removal", methods, part.bare)
+        g, b, o = (Summary.of(m.samples_ms).p50 for m in methods)
+        ratio = g / b
+        print(f"  grade/bare = {ratio:.2f} (target <= {TARGET_RATIO}): {'MET' if ratio <= TARGET_RATIO else 'MISSED'}")
+        print(f"  grade - bare = {g - b:+.0f} ms; the official script's extra steps, all run: {o - b:+.0f} ms")
+    timed_phases = part.phases[warmup:]
+    if timed_phases:
+        print(f"  grade() phases (p50, from GradeReport): {p50_phases(timed_phases)}")
+        if set().union(*timed_phases) == {"duration_s"}:
+            print("  (GradeReport exposes no phase timings yet: only duration_s)")
+        print(f"  grade()'s eval-script plan (GradeReport.install): {'; '.join(sorted(part.installs))}")
+    if part.bare_phases[warmup:]:
+        print(f"  bare phases (p50): {p50_phases(part.bare_phases[warmup:])}")
+    if part.profile:
+        total = sum(s for s, _ in part.profile)
+        print(f"  official eval script, one untimed traced run ({total * 1000:.0f} ms of traced commands), slowest:")
+        for seconds, command in part.profile[:6]:
+            print(f"    {seconds * 1000:7.0f} ms  {command}")
+    same = not part.mismatches and error is None
+    print(f"  verdicts agree (grade resolved; bare all FAIL_TO_PASS/PASS_TO_PASS passed): {'yes' if same else 'NO'}")
+    for line in part.mismatches[:10]:
+        print(f"    {line}")
+    result = {
+        "samples_ms": {m.name: m.samples_ms for m in methods},
+        "p50_ms": {m.name: Summary.of(m.samples_ms).p50 for m in methods},
+        "grade_over_bare": ratio,
+        "target": TARGET_RATIO,
+        "grade_phases_s": timed_phases,
+        "grade_install": sorted(part.installs),
+        "bare_phases_s": part.bare_phases[warmup:],
+        "official_script_profile_s": part.profile[:20],
+        "bare_test_command": bare.tests,
+        "verdicts_agree": same,
+        "mismatches": part.mismatches,
+        "error": str(error) if error else None,
+        "leftover": leftover,
+    }
+    return result, same and not leaked(leftover)
+
+
+# -- (b) the terminal step -----------------------------------------------------------------------------------------
+
+
+def apply_action(patch: str) -> str:
+    delimiter = "SWE_GYM_BENCH_PATCH_EOF"
+    if delimiter in patch:
+        raise BenchmarkError("the gold patch holds the heredoc delimiter")
+    return f"cat > /tmp/fix.patch <<'{delimiter}'\n{patch}{delimiter}\ngit apply /tmp/fix.patch && rm /tmp/fix.patch"
+
+
+@dataclass
+class EpisodeRunner:
+    """One env; ``start`` (untimed) resets it and takes the steps before the submit, ``submit`` is timed."""
+
+    name: str
+    env: Any
+    task: SWETask
+    mismatches: list[str]
+    grade_s: list[float] = field(default_factory=list)
+    phases: list[dict[str, float]] = field(default_factory=list)
+
+    def start(self) -> None:
+        self.env.reset(options={"task_id": self.task.instance_id})
+        _, _, _, _, info = self.env.step(apply_action(self.task.patch))
+        if info.get("exit_code") != 0:
+            raise BenchmarkError(f"{self.name}: applying the gold patch failed (exit {info.get('exit_code')})")
+        self.env.step("sleep 1")
+
+    def submit(self) -> None:
+        _, reward, terminated, _, info = self.env.step("submit")
+        if info.get("masked"):
+            raise BenchmarkError(f"{self.name}: the episode was masked: {info.get('masked_reason')}")
+        if not (terminated and info.get("resolved") and reward == 1.0):
+            self.mismatches.append(f"{self.name}: not resolved (reward {reward}, resolved {info.get('resolved')})")
+        self.grade_s.append(float(info.get("grade_s") or 0.0))
+        timings = (info.get("report") or {}).get("timings_s") or {}
+        self.phases.append({str(k): float(v) for k, v in timings.items() if isinstance(v, int | float)})
+
+
+def prestart_supported() -> bool:
+    from swe_gym.envs.episode import EnvOptions
+
+    return "prestart_grading" in EnvOptions.model_fields
+
+
+def run_part_b(task: SWETask, rounds: int, warmup: int, token: str) -> tuple[dict[str, Any], bool]:
+    import gymnasium as gym
+
+    import swe_gym  # noqa: F401  (registers the env id)
+
+    supported = prestart_supported()
+    print(
+        f"\n== (b) terminal-step latency, {ENV_ID}, provider docker: {rounds} episodes each after {warmup} warm-up(s)"
+    )
+    if not supported:
+        print("  EnvOptions has no prestart_grading yet: only the 'before' half runs (the env's defaults)")
+    configs: list[tuple[str, dict[str, Any]]] = [("before (prestart_grading=False)", {"prestart_grading": False})]
+    if supported:
+        configs.append(("after (prestart_grading=True)", {"prestart_grading": True}))
+    else:
+        configs = [("before (no prestart_grading option)", {})]
+    mismatches: list[str] = []
+    runners: list[EpisodeRunner] = []
+    methods: list[Method] = []
+    error: Exception | None = None
+    try:
+        for name, options in configs:
+            env = gym.make(ENV_ID, tasks=[task], provider="docker", disable_env_checker=True, **options)
+            runner = EpisodeRunner(name, env, task, mismatches)
+            runners.append(runner)
+            methods.append(Method(name, runner.submit, before=runner.start))  # the submit alone is timed
+        interleave(methods, rounds, warmup=warmup)
+    except (BenchmarkError, TypeError, ValueError) as exc:
+        error = exc
+        print(f"benchmark failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    finally:
+        for runner in runners:
+            runner.env.close()
+        leftover = leak_check(token)
+    ratio = float("nan")
+    if methods and all(m.samples_ms for m in methods):
+        print_table("submit step wall time (patch read, agent sandbox closed, graded)", methods, methods[0])
+        for runner in runners:
+            phases = [p for p in runner.phases[warmup:] if p]
+            shown = f"; grade phases (p50): {p50_phases(phases)}" if phases else ""
+            print(
+                f"  {runner.name}: info['grade_s'] p50 {Summary.of(runner.grade_s[warmup:]).p50 * 1000:.0f} ms{shown}"
+            )
+        if len(methods) == 2:
+            before, after = (Summary.of(m.samples_ms).p50 for m in methods)
+            ratio = after / before
+            print(f"  submit p50 before {before:.0f} ms, after {after:.0f} ms: after/before = {ratio:.2f}")
+    same = not mismatches and error is None
+    print(f"  verdicts agree (every submit resolved, reward 1.0): {'yes' if same else 'NO'}")
+    for line in mismatches[:10]:
+        print(f"    {line}")
+    result = {
+        "prestart_grading_supported": supported,
+        "samples_ms": {m.name: m.samples_ms for m in methods},
+        "p50_ms": {m.name: Summary.of(m.samples_ms).p50 for m in methods},
+        "grade_s": {r.name: r.grade_s for r in runners},
+        "grade_phases_s": {r.name: r.phases for r in runners},
+        "after_over_before": ratio,
+        "verdicts_agree": same,
+        "mismatches": mismatches,
+        "error": f"{type(error).__name__}: {error}" if error else None,
+        "leftover": leftover,
+    }
+    return result, same and not leaked(leftover)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n", 1)[0])
+    parser.add_argument("--row", type=Path, default=DEFAULT_ROW, help=f"task row from real_image.py ({DEFAULT_ROW})")
+    parser.add_argument("--image", help="image to use instead of the row's")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per method (default: 5)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed warm-up calls per method (default: 1)")
+    parser.add_argument("--parts", nargs="+", choices=("a", "b"), default=["a", "b"], help="parts to run")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the raw numbers to this JSON file")
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.warmup < 0:
+        parser.error("--rounds must be at least 1 and --warmup at least 0")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        task = load_task(args.row, args.image)
+    except BenchmarkError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    image = task.image or ""
+    if not image_present(image):
+        print(f"image {image!r} is not on this Docker engine: run `python benchmarks/real_image.py`", file=sys.stderr)
+        return 2
+    info = machine_info(image)
+    print_machine(info)
+    print(f"task {task.instance_id}: FAIL_TO_PASS {len(task.fail_to_pass)}, PASS_TO_PASS {len(task.pass_to_pass)}")
+    token = uuid.uuid4().hex[:12]
+    payload: dict[str, Any] = {"machine": info, "task": task.instance_id, "rounds": args.rounds}
+    ok = True
+    if "a" in args.parts:
+        payload["grade_vs_bare"], good = run_part_a(task, image, args.rounds, args.warmup, token)
+        ok = ok and good
+    if "b" in args.parts:
+        payload["terminal_step"], good = run_part_b(task, args.rounds, args.warmup, token)
+        ok = ok and good
+    write_json(args.json, payload)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

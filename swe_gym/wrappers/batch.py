@@ -1,0 +1,129 @@
+"""`BatchedSWEEnv`: what every swe_gym vector env shares, whoever runs its sub-envs.
+
+`SWEVectorEnv` runs its episodes on swe_gym's event loop, `RayVectorEnv` in Ray actors; both
+are Gymnasium ``VectorEnv``s with the same tasks, spaces, autoreset modes, reset options
+(``reset_mask``, ``task_ids``, per-sub-env seeds), action checks, batched outcomes and
+``render_mode="ansi"``. They are written here once; the subclasses only start and step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from swe_gym.envs.episode import pick_task
+from swe_gym.envs.options import EnvOptions
+from swe_gym.envs.swe_env import MAX_ACTION_CHARS, as_command
+from swe_gym.envs.text import text_space
+from swe_gym.errors import ConfigError
+from swe_gym.grading.certificate import env_tasks
+from swe_gym.tasks import SWETask, load_tasks
+from swe_gym.tasks.loader import TaskSource
+
+Outcome = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+class ResetRequest:
+    """A checked ``reset(seed=..., options=...)``: which sub-envs, with which seed and task."""
+
+    def __init__(self, env: BatchedSWEEnv, seed: int | Sequence[int | None] | None, options: dict[str, Any]) -> None:
+        n = env.num_envs
+        if seed is None:
+            self.seeds: list[int | None] = [None] * n
+        elif isinstance(seed, int | np.integer):
+            self.seeds = [int(seed) + i for i in range(n)]  # sub-env i gets seed + i
+        else:
+            self.seeds = list(seed)
+            if len(self.seeds) != n:
+                raise ConfigError(f"expected {n} seeds, got {len(self.seeds)}")
+        self.mask = np.asarray(options.pop("reset_mask", np.ones(n, dtype=bool)), dtype=bool)
+        if self.mask.shape != (n,):
+            raise ConfigError(f"reset_mask must have shape ({n},), got {self.mask.shape}")
+        self.task_ids: list[str | None] = list(options.pop("task_ids", None) or [options.pop("task_id", None)] * n)
+        if len(self.task_ids) != n:
+            raise ConfigError(f"task_ids needs one entry (or None) per sub-env: {n}")
+        for task_id in self.task_ids:  # an unknown id fails here, before any sub-env has reset
+            if task_id is not None:
+                pick_task(env.tasks, env.tasks_by_id, env.np_random, task_id)
+        self.options = options
+
+    @property
+    def indices(self) -> list[int]:
+        return [int(i) for i in np.flatnonzero(self.mask)]
+
+
+class BatchedSWEEnv(VectorEnv):
+    """The batch state (observations, which sub-envs must reset) and the checks of every swe_gym vector env."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int,
+        tasks: TaskSource,
+        options: EnvOptions,
+        *,
+        autoreset_mode: AutoresetMode | str,
+        instance_ids: Iterable[str] | None,
+        split: str,
+        limit: int | slice | None,
+        render_mode: str | None,
+    ) -> None:
+        if num_envs < 1:
+            raise ConfigError(f"num_envs must be >= 1, got {num_envs}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.num_envs = num_envs
+        self.render_mode = render_mode
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
+        loaded = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
+        self.tasks: list[SWETask] = env_tasks(loaded, options.certificate, options.uncertified)
+        self.tasks_by_id = {task.instance_id: task for task in self.tasks}
+        self.single_observation_space = text_space(options.max_observation_chars)
+        self.single_action_space = text_space(MAX_ACTION_CHARS)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.needs_reset = np.ones(num_envs, dtype=bool)
+        self.observations: list[str] = [""] * num_envs
+        self.closed = False
+
+    def render(self) -> tuple[str, ...] | None:
+        """``"ansi"``: every sub-env's last observation."""
+        return tuple(self.observations) if self.render_mode == "ansi" else None
+
+    def commands(self, actions: Sequence[Any]) -> list[str]:
+        """The batch's actions as commands, after the checks every swe_gym vector env makes."""
+        actions = list(actions)
+        if len(actions) != self.num_envs:
+            raise ConfigError(f"expected {self.num_envs} actions, got {len(actions)}")
+        if self.autoreset_mode is AutoresetMode.DISABLED and self.needs_reset.any():
+            ended = np.flatnonzero(self.needs_reset).tolist()
+            raise RuntimeError(f"sub-envs {ended} have ended: reset them with reset(options={{'reset_mask': mask}})")
+        return [as_command(a) for a in actions]
+
+    def batch(self, outcomes: Sequence[Outcome]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Per-sub-env step results as Gymnasium's batched rewards, flags and infos (observations kept)."""
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminations = np.zeros(self.num_envs, dtype=bool)
+        truncations = np.zeros(self.num_envs, dtype=bool)
+        infos: dict[str, Any] = {}
+        for i, (observation, reward, terminated, truncated, info) in enumerate(outcomes):
+            self.observations[i] = observation
+            rewards[i], terminations[i], truncations[i] = reward, terminated, truncated
+            infos = self._add_info(infos, info, i)
+        return rewards, terminations, truncations, infos
+
+    def record_resets(
+        self, infos: dict[str, Any], resets: Iterable[tuple[int, tuple[str, dict[str, Any]]]]
+    ) -> dict[str, Any]:
+        """Store each reset sub-env's first observation and add its info to ``infos``."""
+        for i, (observation, info) in resets:
+            self.observations[i] = observation
+            self.needs_reset[i] = False
+            infos = self._add_info(infos, info, i)
+        return infos
