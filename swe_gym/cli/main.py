@@ -9,22 +9,14 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from swe_gym import progress
 from swe_gym.cli import cleanup, evaluate, rollout, validate
 from swe_gym.errors import SWEGymError, validation_problems
 
 
-class _StatusAwareHandler(logging.StreamHandler):
-    """Logs to stderr without garbling the rollout's progress line."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        rollout.STATUS.clear()
-        super().emit(record)
-        rollout.STATUS.redraw()
-
-
 def _setup_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    handler = _StatusAwareHandler(sys.stderr)
+    handler = progress.log_handler()  # above the progress bars, never through them
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -53,15 +45,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except SWEGymError as exc:
-        rollout.STATUS.finish()
+        progress.close_all()
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except ValidationError as exc:  # options that reached a model unchecked: still one line
-        rollout.STATUS.finish()
+        progress.close_all()
         print(f"error: invalid {exc.title} options ({validation_problems(exc)})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        rollout.STATUS.finish()
+        progress.close_all()
         print("interrupted", file=sys.stderr)
         return 130
 
