@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Install the host tools the tests need (idempotent): bwrap, git, patch.
+# Install the host tools the tests need (idempotent): bwrap, git, patch, and chromium (the headless browser that
+# tests/test_report.py draws `swe-gym report`'s pages with).
 set -euo pipefail
 
 APT_LOG=/tmp/swe_gym_apt.log
 log() { echo "[provision_host] $*" >&2; }
 
-declare -A PKG_OF=([bwrap]=bubblewrap [git]=git [patch]=patch)
+declare -A PKG_OF=([bwrap]=bubblewrap [git]=git [patch]=patch [chromium]=chromium)
 missing=()
 for cmd in "${!PKG_OF[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${PKG_OF[$cmd]}")
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  log "bwrap, git, patch already installed; nothing to do"
+  log "bwrap, git, patch, chromium already installed; nothing to do"
   exit 0
 fi
 

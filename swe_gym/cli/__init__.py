@@ -1,4 +1,4 @@
-"""The ``swe-gym`` command line: ``rollout``, ``evaluate``, ``cleanup`` and ``--version``."""
+"""The ``swe-gym`` command line: ``rollout``, ``evaluate``, ``validate``, ``report``, ``cleanup`` and ``--version``."""
 
 from swe_gym.cli.main import build_parser, main
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from swe_gym import progress
-from swe_gym.cli import cleanup, evaluate, rollout, validate
+from swe_gym.cli import cleanup, evaluate, report, rollout, validate
 from swe_gym.errors import SWEGymError, validation_problems
 
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_parser(commands)
     evaluate.add_parser(commands)
     validate.add_parser(commands)
+    report.add_parser(commands)
     cleanup.add_parser(commands)
     return parser
 

@@ -40,7 +40,7 @@ class Episode(BaseModel):
     status: Status
     reason: str | None = Field(default=None, description="why it was not resolved, masked or skipped, in words")
     reward: float | None = None
-    masked_reason: str | None = None
+    masked_reasons: list[str] = Field(default_factory=list, description="why it (or each masked run) was masked")
     prompt: str | None = Field(default=None, description="rollout: the reset observation")
     steps: list[Step] = Field(default_factory=list)
     patch: str | None = None
@@ -52,6 +52,7 @@ class Episode(BaseModel):
     wall_s: float | None = None
     facts: dict[str, str] = Field(default_factory=dict, description="more name -> value lines for its page")
     runs: list[dict[str, str]] = Field(default_factory=list, description="certificate: one row per grading run")
+    grade_times_s: list[float] = Field(default_factory=list, description="certificate: seconds per grading run")
     flaky: dict[str, str] = Field(default_factory=dict, description="certificate: test -> statuses per run")
     problems: list[str] = Field(default_factory=list, description="certificate: why it did not pass")
 
@@ -75,4 +76,9 @@ class Run(BaseModel):
 
     @property
     def success_word(self) -> str:
+        """What success is called: ``resolve`` (``resolved``), or ``pass`` (``passed``) for a certificate."""
         return "pass" if self.kind == "certificate" else "resolve"
+
+    @property
+    def success_past(self) -> str:
+        return "passed" if self.kind == "certificate" else "resolved"
