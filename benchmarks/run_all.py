@@ -2,9 +2,10 @@
 
 Each script runs as a subprocess of the same interpreter (``sys.executable``), in sequence so they never compete for
 the machine, with its output streamed as it comes. Scripts: step_overhead, reset_pool, throughput, grading, soak,
-providers (the last skips, with the reason, each sandbox provider this machine cannot run).
+providers (which skips, with the reason, each sandbox provider this machine cannot run), then real_image (builds the
+real-size Django image), grading_speed and evaluate_vs_official on it.
 
-Run: ``python benchmarks/run_all.py [--only NAME ...] [--json-dir DIR]`` (about 5 minutes on 2 cores). With
+Run: ``python benchmarks/run_all.py [--only NAME ...] [--json-dir DIR]`` (about 12 minutes on 2 cores). With
 ``--json-dir`` each script also writes its raw numbers to ``DIR/<name>.json``. Exit status: 0 if every script exited
 0, else 1 (a summary of each script's status and duration is printed last).
 """
@@ -19,12 +20,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("step_overhead", "reset_pool", "throughput", "grading", "soak", "providers")
+SCRIPTS = (
+    "step_overhead",
+    "reset_pool",
+    "throughput",
+    "grading",
+    "soak",
+    "providers",
+    "real_image",  # builds the real-size image the next two measure on (once; ~70 s, needs PyPI)
+    "grading_speed",
+    "evaluate_vs_official",
+)
+#: Scripts that prepare rather than measure: no --json.
+PREPARES = {"real_image"}
 
 
 def run_script(name: str, json_dir: Path | None) -> tuple[int, float]:
     argv = [sys.executable, "-u", str(HERE / f"{name}.py")]
-    if json_dir is not None:
+    if json_dir is not None and name not in PREPARES:
         argv += ["--json", str(json_dir / f"{name}.json")]
     print(f"\n===== {name}: {' '.join(argv)}", flush=True)
     started = time.perf_counter()
