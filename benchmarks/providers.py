@@ -404,12 +404,30 @@ def parse_args(argv: Sequence[str] | None = None) -> Any:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def measurable(names: Sequence[str], image: str, skipped: dict[str, str]) -> Iterator[str]:
+    """The providers of ``names`` that can be measured here, each announced; the others go to ``skipped``."""
+    for name in names:
+        reason = problem(name, image)
+        if reason is not None:
+            skipped[name] = reason
+            print(f"\n{name}: skipped ({reason})")
+            continue
+        print(f"\n== {name} ({json.dumps(CONFIGS[name])})", flush=True)
+        yield name
+
+
+def start(image: str) -> dict[str, Any]:
+    """The machine and runtime versions, printed; the OpenSandbox settings CI wrote, if any, put in use."""
     if OPENSANDBOX_ENV_FILE.is_file():
         os.environ.setdefault("SWE_GYM_OPENSANDBOX_ENV_FILE", str(OPENSANDBOX_ENV_FILE))
-    info = {**machine_info(args.image), **runtime_versions()}
+    info = {**machine_info(image), **runtime_versions()}
     print_machine(info)
+    return info
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    info = start(args.image)
     print(f"bwrap {info['bwrap']}; {info['apptainer']}; opensandbox SDK {info['opensandbox_sdk']}")
     print(
         f"per provider: {args.steps} steps per method after {STEP_WARMUP} warm-up; {args.creates} creates per method "
@@ -419,13 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Result] = {}
     skipped: dict[str, str] = {}
     failed: dict[str, str] = {}
-    for name in args.providers:
-        reason = problem(name, args.image)
-        if reason is not None:
-            skipped[name] = reason
-            print(f"\n{name}: skipped ({reason})")
-            continue
-        print(f"\n== {name} ({json.dumps(CONFIGS[name])})", flush=True)
+    for name in measurable(args.providers, args.image, skipped):
         started = time.perf_counter()
         try:
             results[name] = result = measure(name, None if name == "local" else args.image, args)

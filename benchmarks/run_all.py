@@ -3,7 +3,8 @@
 Each script runs as a subprocess of the same interpreter (``sys.executable``), in sequence so they never compete for
 the machine, with its output streamed as it comes. Scripts: step_overhead, reset_pool, throughput, grading, soak,
 providers (which skips, with the reason, each sandbox provider this machine cannot run), then real_image (builds the
-real-size Django image), grading_speed and evaluate_vs_official on it.
+real-size Django image), grading_speed and evaluate_vs_official on it, and fork (fork latency per provider, on the
+bundled tasks and that image).
 
 Run: ``python benchmarks/run_all.py [--only NAME ...] [--json-dir DIR]`` (about 12 minutes on 2 cores). With
 ``--json-dir`` each script also writes its raw numbers to ``DIR/<name>.json``. Exit status: 0 if every script exited
@@ -30,6 +31,7 @@ SCRIPTS = (
     "real_image",  # builds the real-size image the next two measure on (once; ~70 s, needs PyPI)
     "grading_speed",
     "evaluate_vs_official",
+    "fork",
 )
 #: Scripts that prepare rather than measure: no --json.
 PREPARES = {"real_image"}

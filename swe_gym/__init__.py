@@ -7,6 +7,7 @@ runs the bundled tasks on the embedded ``local`` provider.
 from swe_gym.envs import ENV_ID, SUBMIT, SUBMIT_MARKER, SWEEnv, register_envs
 from swe_gym.errors import (
     ConfigError,
+    ForkNotSupportedError,
     GradingError,
     ImageNotFoundError,
     PolicyError,
@@ -32,6 +33,7 @@ __all__ = [
     "AsyncSandbox",
     "ConfigError",
     "ExecResult",
+    "ForkNotSupportedError",
     "GradeReport",
     "GradingError",
     "ImageNotFoundError",

@@ -32,6 +32,10 @@ class ImageNotFoundError(SandboxError):
     """The sandbox image does not exist where the provider looks for it."""
 
 
+class ForkNotSupportedError(SandboxError, NotImplementedError):
+    """This provider (or this sandbox's configuration) cannot fork a live sandbox; the message says what is missing."""
+
+
 class SandboxDiedError(SandboxError):
     """The sandbox stopped answering (killed from outside, crashed, or expired).
 

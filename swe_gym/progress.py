@@ -61,6 +61,10 @@ class Progress:
         if line is not None:
             say(line)
 
+    def advance_to(self, done: float, *, postfix: str | None = None) -> None:
+        """``done`` in all so far (e.g. bytes downloaded)."""
+        self.advance(done - self.bar.n, postfix=postfix)
+
     def close(self) -> None:
         if self in _LIVE:
             _LIVE.remove(self)

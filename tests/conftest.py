@@ -173,7 +173,30 @@ def leftover_sandboxes(run_id: str | None = None) -> dict[str, list[str]]:
         containers = docker.from_env().containers.list(all=True, filters={"label": f"swe_gym.run_id={run_id}"})
         found["docker"] = [c.short_id for c in containers if "opensandbox.io/id" not in c.labels]
         found["opensandbox"] = [c.labels["opensandbox.io/id"] for c in containers if "opensandbox.io/id" in c.labels]
+        fork_images = {"label": [f"swe_gym.run_id={run_id}", "swe_gym.forked_from"]}  # docker forks by commit
+        found["docker-fork-images"] = [image.short_id for image in docker.from_env().images.list(filters=fork_images)]
+    if _opensandbox_problem() is None:
+        found["opensandbox-snapshots"] = _fork_snapshots(run_id)
     return found
+
+
+def _fork_snapshots(run_id: str) -> list[str]:
+    """The OpenSandbox snapshots forks of ``run_id`` made (named ``swe_gym.fork.<run id>.<time>``)."""
+    from opensandbox import SandboxManager
+    from opensandbox.models.sandboxes import SnapshotFilter
+
+    from swe_gym.sandbox.loop import run_sync
+    from swe_gym.sandbox.providers.opensandbox import SNAPSHOT_PREFIX
+
+    async def listing() -> list[str]:
+        manager = await SandboxManager.create(get_provider("opensandbox").connection())
+        try:
+            found = await manager.list_snapshots(SnapshotFilter(page_size=200))
+            return [s.id for s in found.snapshot_infos if (s.name or "").startswith(f"{SNAPSHOT_PREFIX}.{run_id}.")]
+        finally:
+            await manager.close()
+
+    return run_sync(listing())
 
 
 def kill_from_outside(box: Sandbox | AsyncSandbox) -> None:

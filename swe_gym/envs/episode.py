@@ -4,6 +4,7 @@ It owns the episode's sandbox, turns actions into observations, and on the
 last step extracts the patch, frees the sandbox and grades in a fresh one. With
 ``prestart_grading`` that fresh one is started as the episode starts, while the
 agent acts, so the last step pays only the patch's apply and the tests.
+``fork`` branches a live episode: a new one on a copy of its sandbox.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from swe_gym.envs.options import EnvOptions
-from swe_gym.envs.prompt import SUBMIT, SUBMIT_MARKER, task_prompt
+from swe_gym.envs.prompt import SUBMIT, is_submission, task_prompt
 from swe_gym.envs.text import to_observation
 from swe_gym.errors import ConfigError, GradingError, SandboxDiedError
 from swe_gym.grading import GradeReport, extract_patch, grade, snapshot
@@ -30,10 +31,17 @@ from swe_gym.sandbox.pool import SandboxPool, spec_key
 from swe_gym.sandbox.protocol import SandboxProvider
 from swe_gym.sandbox.spec import SandboxStatus
 from swe_gym.tasks import SWETask, agent_spec, provision, repo_archive
+from swe_gym.tools import BASH, SUBMIT_TOOL, Editor, EditorError, EditorHistory, ToolCall, ToolCallError, as_tool_call
 
 log = logging.getLogger(__name__)
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+def _with_call(result: StepResult, call: ToolCall) -> StepResult:
+    """The step's result, its info naming the tool call it answered (for tool-role replies)."""
+    result[4].update(tool=call.name, tool_call_id=call.id)
+    return result
 
 
 def _report_close_failure(closing: asyncio.Future[None]) -> None:
@@ -54,6 +62,7 @@ class EpisodeSettings:
     scrub_history: bool | str = True
     prestart_grading: bool = True
     certificate: Certificate | None = None
+    tools: tuple[str, ...] | None = None  # None: actions are bash strings only
 
 
 class Episode:
@@ -70,6 +79,8 @@ class Episode:
         self._reset_s = 0.0
         self._grader: asyncio.Task[AsyncSandbox] | None = None
         self._closing: asyncio.Future[None] | None = None
+        self.forked_from: str | None = None  # the id of the sandbox this episode's was forked from
+        self.editor_history = EditorHistory()  # the file editor tool's undo states (forks get a copy)
 
     async def start(self) -> tuple[str, dict[str, Any]]:
         settings, started = self.settings, time.perf_counter()
@@ -78,24 +89,120 @@ class Episode:
         )
         self._base_tree = await snapshot(self.sandbox)
         self._reset_s = time.perf_counter() - started
-        if settings.prestart_grading:  # a fresh copy of the task for the grader, ready by the time the agent submits
-            self._grader = asyncio.ensure_future(provision(self.task, settings.provider, settings.spec, settings.pool))
+        self._prestart_grader()
         prompt = task_prompt(
             self.task, workdir=self.sandbox.workdir, step_timeout=settings.step_timeout, max_steps=settings.max_steps
         )
         self.last_observation = to_observation(prompt, settings.max_observation_chars)
-        info = {
+        return self.last_observation, self.reset_info()
+
+    def _prestart_grader(self) -> None:
+        settings = self.settings
+        if settings.prestart_grading:  # a fresh copy of the task for the grader, ready by the time the agent submits
+            self._grader = asyncio.ensure_future(provision(self.task, settings.provider, settings.spec, settings.pool))
+
+    def reset_info(self) -> dict[str, Any]:
+        """What reset's ``info`` says of this episode (a fork's adds ``forked_from`` and ``step``)."""
+        assert self.sandbox is not None
+        settings = self.settings
+        info: dict[str, Any] = {
             "instance_id": self.task.instance_id,
             "sandbox_id": self.sandbox.id,
             "provider": settings.provider.name,
             "network_isolated": self.sandbox.backend.network_isolated,
             "reset_s": self._reset_s,
         }
+        if self.forked_from is not None:
+            info.update(forked_from=self.forked_from, step=self.steps)
         if settings.certificate is not None:  # "flag": the task is kept, and says why it is not certified
             reason = settings.certificate.uncertified_reason(self.task.instance_id)
             if reason is not None:
                 info["uncertified"] = reason
-        return self.last_observation, info
+        return info
+
+    async def fork(self, settings: EpisodeSettings | None = None) -> Episode:
+        """A new episode in this one's state, continuing on its own (``close`` each).
+
+        Same task, step count, base snapshot (its patch is taken against the same base), last observation;
+        its sandbox is a fork of this one's (`AsyncSandbox.fork`: the file system copied, no process carried
+        over) and, with ``prestart_grading``, its own grading sandbox starts now. ``settings``: the new
+        episode's (default: this one's; e.g. without the warm pool of an env it must not depend on).
+        """
+        if self.done or self.sandbox is None:
+            raise RuntimeError("only a live episode can fork: this one is over (or never started); reset() first")
+        started = time.perf_counter()
+        child = Episode(settings or self.settings, self.task)
+        child.sandbox = await self.sandbox.fork(labels={"task_id": self.task.instance_id})
+        child.steps, child.last_observation, child._base_tree = self.steps, self.last_observation, self._base_tree
+        child.editor_history = self.editor_history.copy()
+        child.forked_from = self.sandbox.id
+        child._reset_s = time.perf_counter() - started
+        child._prestart_grader()
+        return child
+
+    async def act(self, action: Any) -> StepResult:
+        """One action of an env with ``tools``: a tool call (any shape `swe_gym.tools.as_tool_call` takes) or a
+        plain bash string. A call that cannot run is an error observation (a step, never an exception)."""
+        tools = self.settings.tools or ()
+        try:
+            call = as_tool_call(action)
+        except ToolCallError as exc:
+            return await self._tool_error(str(exc), None)
+        try:
+            if call.name not in tools:
+                raise ToolCallError(f"unknown tool {call.name!r}; this env's tools: {', '.join(tools)}")
+            if call.name == BASH:
+                command = call.arguments.get("command")
+                if not isinstance(command, str) or set(call.arguments) - {"command"}:
+                    raise ToolCallError('bash takes one argument, "command", a string')
+                return _with_call(await self.step(command), call)
+            if call.name == SUBMIT_TOOL:
+                return _with_call(await self.step(SUBMIT), call)
+        except ToolCallError as exc:
+            return await self._tool_error(str(exc), call.id)
+        return _with_call(await self._edit(call.arguments), call)
+
+    async def _edit(self, arguments: dict[str, Any]) -> StepResult:
+        if self.done or self.sandbox is None:
+            raise RuntimeError("the episode is over (or never started): call reset() before step()")
+        self.steps += 1
+        started = time.perf_counter()
+        info: dict[str, Any] = {"step": self.steps, "timed_out": False, "output_truncated": False}
+        try:
+            output = await asyncio.wait_for(
+                Editor(self.sandbox, self.editor_history).run(arguments), self.settings.step_timeout
+            )
+            info["exit_code"] = 0
+        except EditorError as exc:
+            output, info["exit_code"], info["tool_error"] = f"error: {exc}", 1, str(exc)
+        except TimeoutError:
+            output, info["exit_code"], info["timed_out"] = "error: the edit timed out", -1, True
+        except SandboxDiedError as exc:
+            info.update(exit_code=-1, duration_s=time.perf_counter() - started)
+            return await self.end_masked(f"sandbox died: {exc}", info)
+        info["duration_s"] = time.perf_counter() - started
+        if self.steps >= self.settings.max_steps:
+            return await self._finish(output, info, terminated=False)
+        return self._observe(output), 0.0, False, False, info
+
+    async def _tool_error(self, reason: str, call_id: str | None) -> StepResult:
+        """A call that cannot run: a step whose observation says why."""
+        if self.done or self.sandbox is None:
+            raise RuntimeError("the episode is over (or never started): call reset() before step()")
+        self.steps += 1
+        info: dict[str, Any] = {
+            "step": self.steps,
+            "exit_code": 2,
+            "timed_out": False,
+            "output_truncated": False,
+            "duration_s": 0.0,
+            "tool_error": reason,
+            "tool_call_id": call_id,
+        }
+        output = f"[swe_gym: bad tool call: {reason}]"
+        if self.steps >= self.settings.max_steps:
+            return await self._finish(output, info, terminated=False)
+        return self._observe(output), 0.0, False, False, info
 
     async def step(self, command: str) -> StepResult:
         if self.done or self.sandbox is None:
@@ -123,7 +230,7 @@ class Episode:
         output = result.output
         if result.timed_out:
             output += f"\n[swe_gym: command timed out after {self.settings.step_timeout:g}s and was killed]"
-        if output.lstrip().split("\n", 1)[0].strip() == SUBMIT_MARKER:
+        if is_submission(output, result.exit_code):
             return await self._finish(output, info, terminated=True)
         if self.steps >= self.settings.max_steps:
             return await self._finish(output, info, terminated=False)
@@ -245,6 +352,7 @@ def make_settings(provider: ProviderLike, options: EnvOptions) -> EpisodeSetting
         grade_on_truncation=options.grade_on_truncation,
         prestart_grading=options.prestart_grading,
         certificate=load_certificate(options.certificate) if options.certificate is not None else None,
+        tools=tuple(options.tools) if options.tools is not None else None,
         pool=SandboxPool(resolved, options.pool_size) if options.pool_size else None,
         scrub_history=options.scrub_history,
     )

@@ -54,6 +54,10 @@ class EnvOptions(BaseModel):
     prestart_grading: bool = Field(
         default=True, description="start the grading sandbox as the episode starts, so submit pays only the tests"
     )
+    tools: list[Literal["bash", "str_replace_editor", "submit"]] | None = Field(
+        default=None,
+        description="accept tool calls as actions (swe_gym.tools); plain bash strings keep working either way",
+    )
     certificate: Path | None = Field(default=None, description="a fidelity certificate from swe-gym validate")
     uncertified: Literal["skip", "flag"] = Field(
         default="flag", description="tasks the certificate does not certify: left out (skip) or kept and flagged"

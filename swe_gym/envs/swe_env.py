@@ -2,12 +2,15 @@
 
 ``reset`` provisions a sandbox holding the task's repository, ``step`` runs a
 bash action in it, and the terminal reward comes from grading the agent's patch
-in a fresh sandbox with the task's hidden tests.
+in a fresh sandbox with the task's hidden tests. ``fork`` branches a live
+episode into new envs that continue on their own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import logging
 import os
 import sys
@@ -17,7 +20,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from swe_gym.envs.episode import Episode, make_settings, pick_task, warm_up
+from swe_gym.envs.episode import Episode, EpisodeSettings, make_settings, pick_task, warm_up
 from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.text import text_space
 from swe_gym.errors import ConfigError, SandboxError
@@ -133,10 +136,45 @@ class SWEEnv(gym.Env[str, str]):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._episode is None:
             raise RuntimeError("the episode is over (or never started): call reset() before step()")
+        if self.settings.tools is not None:  # a tool call, or a plain bash string
+            return run_sync(self._episode.act(action))
         return run_sync(self._episode.step(as_command(action)))
 
     def render(self) -> str | None:
         return self._episode.last_observation if self.render_mode == "ansi" and self._episode else None
+
+    def fork(self, n: int = 1) -> list[SWEEnv]:
+        """``n`` new envs in this episode's state, each continuing (and graded) on its own.
+
+        Each has the same task, step count, base snapshot (its patch is taken against the reset's
+        repository) and last observation (`render`), on a fork of this env's sandbox (its file system
+        copied: repository, build output, installed packages, ``/tmp``; no process carried over), with its
+        own grading sandbox when ``prestart_grading``. This env goes on unaffected. The new envs share its
+        settings and tasks but not its warm pool; close each (closing one never touches another). A reset
+        of a branch starts a fresh episode as usual. With ``gym.make``, call ``env.unwrapped.fork(n)``.
+
+        >>> env = SWEEnv()                                   # doctest: +SKIP
+        >>> _ = env.reset(seed=0); _ = env.step("ls")
+        >>> branches = env.fork(2)                           # two copies of the episode after "ls"
+        >>> [b.step("submit")[1] for b in branches]          # each graded on its own
+        [0.0, 0.0]
+        """
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"fork(n) needs an int n >= 1, got {n!r}")
+        if self._episode is None or self._episode.done:
+            raise RuntimeError("only a live episode can fork: call reset() (and do not end the episode) first")
+        settings = dataclasses.replace(self.settings, pool=None)  # the branches must not depend on our pool
+        episodes = run_sync(_fork_episodes(self._episode, settings, n))
+        return [self._branch(episode, settings) for episode in episodes]
+
+    def _branch(self, episode: Episode, settings: EpisodeSettings) -> SWEEnv:
+        """A shallow copy of this env (tasks, spaces, provider) running ``episode``, owning only its sandboxes."""
+        branch = copy.copy(self)
+        branch.settings, branch.pool, branch._episode = settings, None, episode
+        branch._closing = []
+        branch._owner_pid = os.getpid()
+        branch._np_random = copy.deepcopy(self._np_random)
+        return branch
 
     def close(self) -> None:
         episode, self._episode = self._episode, None
@@ -170,6 +208,17 @@ class SWEEnv(gym.Env[str, str]):
         owner = getattr(self, "_owner_pid", None) == os.getpid()
         if owner and getattr(self, "_episode", None) is not None and not sys.is_finalizing():
             self._release(self._episode, wait=True)
+
+
+async def _fork_episodes(episode: Episode, settings: EpisodeSettings, n: int) -> list[Episode]:
+    """``n`` forks of ``episode``; if one fails, the others are closed and its error raised."""
+    results = await asyncio.gather(*(episode.fork(settings) for _ in range(n)), return_exceptions=True)
+    made = [result for result in results if isinstance(result, Episode)]
+    failures = [result for result in results if not isinstance(result, Episode)]
+    if failures:
+        await asyncio.gather(*(branch.close() for branch in made), return_exceptions=True)
+        raise failures[0]
+    return made
 
 
 def as_command(action: Any) -> str:

@@ -21,9 +21,14 @@ def escape(text: str) -> str:
     return _OUTSIDE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
-def to_observation(text: str, max_chars: int) -> str:
-    """Escape ``text`` into the charset and cap it at ``max_chars`` (head and tail kept)."""
-    text = escape(text)
+def elide_middle(text: str, max_chars: int) -> str:
+    r"""``text`` if it fits in ``max_chars``, else its head and tail around a note of how much was cut.
+
+    The result is never longer than ``max_chars``.
+
+    >>> elide_middle("abcdefghij" * 10, 60)
+    'abcdefghijabc\n[... 73 characters elided ...]\nghijabcdefghij'
+    """
     if len(text) <= max_chars:
         return text
     keep = max_chars - len(f"\n[... {len(text)} characters elided ...]\n")
@@ -31,6 +36,11 @@ def to_observation(text: str, max_chars: int) -> str:
         return text[:max_chars]
     head, tail = keep // 2, keep - keep // 2
     return f"{text[:head]}\n[... {len(text) - keep} characters elided ...]\n{text[len(text) - tail :]}"
+
+
+def to_observation(text: str, max_chars: int) -> str:
+    """Escape ``text`` into the charset and cap it at ``max_chars`` (head and tail kept)."""
+    return elide_middle(escape(text), max_chars)
 
 
 def text_space(max_length: int) -> spaces.Text:

@@ -154,6 +154,12 @@ class RayVectorEnv(BatchedSWEEnv):
     ) -> tuple[tuple[str, ...], dict[str, Any]]:
         self._check_open()
         request = ResetRequest(self, seed, dict(options or {}))
+        for i, source in request.forks:  # a fork copies a sandbox of one actor's node, in that actor
+            if self._group_of(i) != self._group_of(source):
+                raise ConfigError(
+                    f"fork_from[{i}] is {source}, run by another Ray actor: RayVectorEnv forks only within one "
+                    f"actor's sub-envs (groups of envs_per_actor={len(self.groups[0])}: {self.groups})"
+                )
         super().reset(seed=seed if isinstance(seed, int) else None)
         calls = {}
         for g, group in enumerate(self.groups):
@@ -163,9 +169,15 @@ class RayVectorEnv(BatchedSWEEnv):
                 sub = np.ones(len(group), dtype=bool)
             elif not sub.any():
                 continue
+            fork_from = [None if j is None else j - group.start for j in request.fork_from[group.start : group.stop]]
             calls[g] = self._actors[g].reset.remote(
                 request.seeds[group.start : group.stop],
-                {**request.options, "reset_mask": sub, "task_ids": request.task_ids[group.start : group.stop]},
+                {
+                    **request.options,
+                    "reset_mask": sub,
+                    "task_ids": request.task_ids[group.start : group.stop],
+                    "fork_from": fork_from,
+                },
             )
         results = self._gather(calls)
         infos: dict[str, Any] = {}
@@ -175,6 +187,9 @@ class RayVectorEnv(BatchedSWEEnv):
             dead = [(masked[0], masked[4]) for _ in self.groups[g]] if masked else None
             infos = self.record_resets(infos, zip(self.groups[g], dead or results[g], strict=True))
         return tuple(self.observations), infos
+
+    def _group_of(self, i: int) -> int:
+        return next(g for g, group in enumerate(self.groups) if i in group)
 
     def step(
         self, actions: Sequence[str]

@@ -8,13 +8,14 @@ once, for every provider.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import tarfile
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from importlib.resources import files
 from pathlib import Path
 
@@ -78,6 +79,10 @@ class RunnerSandbox(ABC):
        files, and closes the half-made sandbox on any failure;
     3. implements ``_terminate`` (remove the sandbox, idempotent); everything else (exec, files,
        status, close) is done here.
+
+    Forking is the provider's (`swe_gym.sandbox.protocol.SandboxForker`): its ``fork(sandbox, spec)``
+    copies the source's writable file system inside ``async with sandbox.quiet():`` (no command of the
+    source runs meanwhile) and then starts the copy as a new sandbox of its class, through steps 1-3.
     """
 
     provider_name: str = "runner"
@@ -89,6 +94,7 @@ class RunnerSandbox(ABC):
         self._channel: Channel | None = None
         self._closed = False
         self._known_dead = False
+        self._busy = asyncio.Lock()  # held by each call, and by `quiet` while a fork copies the file system
 
     @property
     def network_isolated(self) -> bool:
@@ -113,12 +119,25 @@ class RunnerSandbox(ABC):
             await self.close()
             raise
 
+    @contextlib.asynccontextmanager
+    async def quiet(self) -> AsyncIterator[None]:
+        """Waits for the command now running (if any) to end; no other starts until the block ends.
+
+        For a fork's copy of the file system: it sees the sandbox between two commands. Calling the
+        sandbox itself inside the block would wait forever.
+        """
+        async with self._busy:
+            if self._closed:
+                raise SandboxError(f"sandbox {self.id} is closed")
+            yield
+
     async def _call(self, header: dict, payload: bytes = b"", *, timeout: float | None):
         if self._closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         assert self._channel is not None, "provider forgot to attach the runner channel"
         try:
-            reply = await self._channel.call(header, payload, timeout=timeout)
+            async with self._busy:
+                reply = await self._channel.call(header, payload, timeout=timeout)
         except SandboxDiedError as exc:
             if self._known_dead and not isinstance(exc, ChannelTamperedError):
                 exc.during_call = False  # an earlier call (or status ping) had found it dead already

@@ -3,7 +3,8 @@
 A semaphore per provider instance caps concurrent creates (a Docker daemon that
 gets 64 starts at once times out), and transient failures are retried with
 jittered exponential backoff. Permanent failures (missing image, unavailable
-provider, bad configuration) are raised at once.
+provider, bad configuration) are raised at once. Forks (`fork_backend`) go
+through the same gate and retries.
 """
 
 from __future__ import annotations
@@ -12,17 +13,29 @@ import asyncio
 import logging
 import random
 import weakref
+from collections.abc import Awaitable, Callable, Mapping
 
-from swe_gym.errors import ConfigError, ImageNotFoundError, ProviderUnavailableError, SandboxError
-from swe_gym.sandbox.protocol import SandboxBackend, SandboxProvider
-from swe_gym.sandbox.spec import SandboxSpec
+from swe_gym.errors import (
+    ConfigError,
+    ForkNotSupportedError,
+    ImageNotFoundError,
+    ProviderUnavailableError,
+    SandboxDiedError,
+    SandboxError,
+)
+from swe_gym.sandbox.protocol import SandboxBackend, SandboxForker, SandboxProvider
+from swe_gym.sandbox.spec import SandboxSpec, SandboxStatus
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONCURRENT_CREATES = 8
 CREATE_RETRIES = 3
 BACKOFF_S = 0.5
-PERMANENT = (ImageNotFoundError, ProviderUnavailableError, ConfigError)
+PERMANENT: tuple[type[Exception], ...] = (ImageNotFoundError, ProviderUnavailableError, ConfigError)
+#: A fork also stops at once when it cannot be done here, or when its source died.
+FORK_PERMANENT = (*PERMANENT, ForkNotSupportedError, SandboxDiedError)
+#: The label a fork carries: the id of the sandbox it was forked from.
+FORKED_FROM = "forked_from"
 
 _gates: weakref.WeakKeyDictionary[SandboxProvider, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
@@ -44,16 +57,60 @@ def create_gate(provider: SandboxProvider) -> asyncio.Semaphore:
 async def create_backend(
     provider: SandboxProvider, spec: SandboxSpec, *, retries: int = CREATE_RETRIES
 ) -> SandboxBackend:
+    return await _gated(provider, lambda: provider.create(spec), "creation", retries, PERMANENT)
+
+
+def fork_spec(
+    source: SandboxBackend, labels: Mapping[str, str] | None = None, ttl_s: float | None = None
+) -> SandboxSpec:
+    """The spec a fork of ``source`` gets: the source's (limits, env, network, image), its labels plus ``labels``
+    and ``forked_from``, ``ttl_s`` (default: the source's TTL, counted from the fork), no ``files`` to write."""
+    if ttl_s is not None and not ttl_s > 0:
+        raise ConfigError(f"a fork's ttl_s must be > 0, got {ttl_s}")
+    spec = source.spec
+    return spec.model_copy(
+        update={
+            "labels": {**spec.labels, **(labels or {}), FORKED_FROM: source.id},
+            "ttl_s": spec.ttl_s if ttl_s is None else float(ttl_s),
+            "files": {},
+        }
+    )
+
+
+async def fork_backend(
+    provider: SandboxProvider, source: SandboxBackend, spec: SandboxSpec, *, retries: int = CREATE_RETRIES
+) -> SandboxBackend:
+    """A fork of the live ``source`` (one of ``provider``'s sandboxes) with ``spec`` (see `fork_spec`)."""
+    if not isinstance(provider, SandboxForker):
+        raise ForkNotSupportedError(
+            f"the {provider.name} provider cannot fork a sandbox (it has no fork(sandbox, spec); see "
+            "swe_gym.sandbox.protocol.SandboxForker); start a new sandbox instead"
+        )
+    status = await source.status()
+    if status is SandboxStatus.CLOSED:
+        raise SandboxError(f"cannot fork sandbox {source.id}: it is closed")
+    if status is SandboxStatus.DEAD:
+        raise SandboxDiedError(f"cannot fork sandbox {source.id}: it stopped answering")
+    return await _gated(provider, lambda: provider.fork(source, spec), "fork", retries, FORK_PERMANENT)
+
+
+async def _gated(
+    provider: SandboxProvider,
+    start: Callable[[], Awaitable[SandboxBackend]],
+    what: str,
+    retries: int,
+    permanent: tuple[type[Exception], ...],
+) -> SandboxBackend:
     for attempt in range(retries + 1):
         try:
             async with create_gate(provider):
-                return await provider.create(spec)
-        except PERMANENT:
+                return await start()
+        except permanent:
             raise
         except SandboxError as exc:
             if attempt == retries:
-                raise SandboxError(f"{provider.name} sandbox creation failed {retries + 1} times; last: {exc}") from exc
+                raise SandboxError(f"{provider.name} sandbox {what} failed {retries + 1} times; last: {exc}") from exc
             delay = BACKOFF_S * 2**attempt * (0.5 + random.random())
-            log.warning("%s sandbox creation failed (%s); retry %d in %.1fs", provider.name, exc, attempt + 1, delay)
+            log.warning("%s sandbox %s failed (%s); retry %d in %.1fs", provider.name, what, exc, attempt + 1, delay)
             await asyncio.sleep(delay)
     raise AssertionError("unreachable")

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from swe_gym.errors import ForkNotSupportedError
 from swe_gym.sandbox.backend import tar_directory
-from swe_gym.sandbox.create import create_backend
+from swe_gym.sandbox.create import create_backend, fork_backend, fork_spec
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.protocol import SandboxBackend, SandboxProvider
 from swe_gym.sandbox.registry import get_provider
@@ -24,13 +25,42 @@ class AsyncSandbox:
     'hi\\n'
     """
 
-    def __init__(self, backend: SandboxBackend) -> None:
+    def __init__(self, backend: SandboxBackend, provider: SandboxProvider | None = None) -> None:
+        """``provider``: the one that made ``backend`` (`fork` needs it; `create` sets it)."""
         self.backend = backend
+        self.provider = provider
 
     @classmethod
     async def create(cls, spec: SandboxSpec | None = None, provider: ProviderLike = "local") -> AsyncSandbox:
         spec = spec or SandboxSpec()
-        return cls(await create_backend(get_provider(provider), spec))
+        resolved = get_provider(provider)
+        return cls(await create_backend(resolved, spec), resolved)
+
+    async def fork(self, *, labels: Mapping[str, str] | None = None, ttl_s: float | None = None) -> AsyncSandbox:
+        """A new sandbox whose file system is a copy of this one's now, independent afterwards.
+
+        Copied: whatever commands here can write (the repository, build output, installed packages,
+        ``/tmp``; per provider, see the README's "Branching"). Not copied: processes (the fork starts with
+        only its runner; a server started here is not running there) and in-memory mounts. The copy is
+        taken between commands: a command running here is waited for. The fork has this sandbox's spec
+        (image, limits, env, network), its labels plus ``labels`` and ``forked_from=<this id>``, its own
+        id, runner channel and TTL (``ttl_s``, default this sandbox's, counted from now); close each on its
+        own. Raises `ForkNotSupportedError` where the provider (or its configuration) cannot fork.
+
+        >>> async with await AsyncSandbox.create(SandboxSpec(), "local") as box:  # doctest: +SKIP
+        ...     await box.exec("echo 1 > n")
+        ...     async with await box.fork() as branch:
+        ...         await branch.exec("echo 2 > n")
+        ...         (await box.read_file("n"), await branch.read_file("n"))
+        (b'1\\n', b'2\\n')
+        """
+        if self.provider is None:
+            raise ForkNotSupportedError(
+                f"sandbox {self.id} was not made by AsyncSandbox.create, so its provider is unknown; "
+                "wrap it as AsyncSandbox(backend, provider) to fork it"
+            )
+        backend = await fork_backend(self.provider, self.backend, fork_spec(self.backend, labels, ttl_s))
+        return AsyncSandbox(backend, self.provider)
 
     @property
     def id(self) -> str:
@@ -94,6 +124,14 @@ class Sandbox:
     @property
     def workdir(self) -> str:
         return self.aio.workdir
+
+    @property
+    def spec(self) -> SandboxSpec:
+        return self.aio.spec
+
+    def fork(self, *, labels: Mapping[str, str] | None = None, ttl_s: float | None = None) -> Sandbox:
+        """A new sandbox whose file system is a copy of this one's now; see `AsyncSandbox.fork`."""
+        return Sandbox(run_sync(self.aio.fork(labels=labels, ttl_s=ttl_s)))
 
     def exec(self, command: str | bytes, **options: Any) -> ExecResult:
         return run_sync(self.aio.exec(command, **options))

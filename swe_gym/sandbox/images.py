@@ -54,3 +54,16 @@ class ImageRewriter(BaseModel):
             if image.startswith(rule.prefix):
                 return rule.replacement + image[len(rule.prefix) :]
         return image
+
+
+def split_tag(image: str) -> tuple[str, str]:
+    """``(repository, tag)`` of an image reference, as the engine's pull and commit APIs take them.
+
+    The docker SDK's own parser: a registry port is no tag (``host:5000/name:tag`` is
+    ``("host:5000/name", "tag")``), a digest is what the engine pulls by (``name@sha256:...`` is
+    ``("name", "sha256:...")``), and no tag means ``latest``.
+    """
+    from docker.utils import parse_repository_tag  # the SDK loads requests: only where an image is named
+
+    repository, tag = parse_repository_tag(image)
+    return repository, tag or "latest"

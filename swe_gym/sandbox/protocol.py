@@ -59,6 +59,25 @@ class SandboxProvider(Protocol):
 
 
 @runtime_checkable
+class SandboxForker(Protocol):
+    """Optional provider capability: branch a live sandbox (what `AsyncSandbox.fork` calls).
+
+    ``fork(sandbox, spec)`` returns a new, started sandbox of this provider whose file system (the
+    repository, build output, installed packages, ``/tmp``: whatever commands in ``sandbox`` can write)
+    is a copy of ``sandbox``'s at that moment and independent afterwards. Processes are not carried over:
+    the new sandbox starts with only its runner. ``spec`` is the source's spec as the fork should have it
+    (limits, env, network, labels plus ``forked_from``, its own TTL; no ``files`` to write): the provider
+    labels, limits and expires the new sandbox like any other, with its own id and runner channel (key).
+    The source keeps running, untouched; the copy is taken between its commands (`RunnerSandbox.quiet`)
+    and, where the runtime can, with its processes frozen. Whatever the fork itself creates (an image, a
+    server-side snapshot) carries the library's labels and goes when no fork uses it, or with ``cleanup``.
+    A provider without the capability makes forks fail with `swe_gym.errors.ForkNotSupportedError`.
+    """
+
+    async def fork(self, sandbox: SandboxBackend, spec: SandboxSpec) -> SandboxBackend: ...
+
+
+@runtime_checkable
 class ImageInspector(Protocol):
     """Optional provider capability: what the provider knows of an image (e.g. docker; `ImageCommitter` has it).
 

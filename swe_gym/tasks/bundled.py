@@ -7,18 +7,17 @@ checkout with one deterministic base commit the first time it is needed.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 
 from swe_gym.errors import TaskError
+from swe_gym.sandbox.backend import tar_directory
 from swe_gym.tasks.model import SWETask
 
 _COMMIT_ENV = {
@@ -66,11 +65,7 @@ def _archive(source: Path) -> tuple[bytes, str]:
         ):
             subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, env=env, check=True, capture_output=True)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as archive:
-            for path in sorted(repo.iterdir()):
-                archive.add(path, arcname=path.name)
-        return buffer.getvalue(), head.stdout.decode().strip()
+        return tar_directory(repo), head.stdout.decode().strip()
 
 
 def repo_archive(task: SWETask) -> tuple[bytes, str]:

@@ -47,7 +47,12 @@ class SWEVectorEnv(BatchedSWEEnv):
             waits for it); ``DISABLED`` lets the trainer choose when to pay for it.
         pool_size: sandboxes kept ready for resets and gradings (default ``max(1, num_envs // 4)``; 0: off).
 
-    ``reset(options=...)`` also takes ``task_ids`` (one id or None per sub-env).
+    ``reset(options=...)`` also takes ``task_ids`` (one id or None per sub-env) and ``fork_from``
+    (one entry per sub-env: None, or the index of a sub-env whose live episode sub-env ``i`` of
+    ``reset_mask`` continues as a fork of: same task, steps and observation, a copy of its sandbox's
+    file system; see `SWEEnv.fork`). ``reset(options={"reset_mask": [0, 1, 1, 1], "fork_from":
+    [None, 0, 0, 0]})`` branches sub-env 0 into 1-3, e.g. for a GRPO group that shares a prefix;
+    with ``reset_mask`` all ones the same call first resets sub-env 0, then forks it.
     """
 
     def __init__(
@@ -94,8 +99,11 @@ class SWEVectorEnv(BatchedSWEEnv):
         for i in request.indices:
             if request.seeds[i] is not None or self._rngs[i] is None:
                 self._rngs[i], _ = seeding.np_random(request.seeds[i])
-        results = self._run(self._start_all([(i, request.task_ids[i]) for i in request.indices]))
-        infos = self.record_resets({}, zip(request.indices, results, strict=True))
+        results = self._run(self._start_all([(i, request.task_ids[i]) for i in request.fresh]))
+        infos = self.record_resets({}, zip(request.fresh, results, strict=True))
+        if request.forks:  # after the resets: a source may be one of them
+            forked = self._run(self._fork_all(request.forks))
+            infos = self.record_resets(infos, zip([i for i, _ in request.forks], forked, strict=True))
         return tuple(self.observations), infos
 
     def step(
@@ -125,6 +133,10 @@ class SWEVectorEnv(BatchedSWEEnv):
         _wait_all(self._closing)
         if self.settings.pool is not None:
             run_sync(self.settings.pool.close())
+
+    def can_fork(self, i: int) -> bool:
+        episode = self._episodes[i]
+        return super().can_fork(i) and episode is not None and not episode.done
 
     # -- internals -------------------------------------------------------------------------
 
@@ -167,6 +179,31 @@ class SWEVectorEnv(BatchedSWEEnv):
     async def _start_all(self, starts: list[tuple[int, str | None]]) -> list[Reset]:
         return list(await asyncio.gather(*(self._start(i, task_id) for i, task_id in starts)))
 
+    async def _fork(self, i: int, source: int) -> Reset:
+        """Sub-env ``i`` continues as a fork of sub-env ``source``'s episode; a failed fork masks it."""
+        episode = self._episodes[source]
+        previous, self._episodes[i], self._start_failures[i] = self._episodes[i], None, None
+        try:
+            if episode is None or episode.done:  # a source reset in this call whose sandbox could not start
+                raise SandboxError(self._start_failures[source] or f"sub-env {source} has no live episode")
+            forked = await episode.fork()
+            self._episodes[i] = forked
+            return forked.last_observation, forked.reset_info()
+        except SandboxError as exc:
+            reason = f"sub-env {source} could not be forked: {exc}"
+            self._start_failures[i] = reason
+            log.warning("sub-env %d: %s", i, reason)
+            observation = to_observation(f"[swe_gym: {reason}]", self.settings.max_observation_chars)
+            instance = episode.task.instance_id if episode is not None else ""
+            return observation, {"instance_id": instance, "masked": True, "masked_reason": reason}
+        finally:
+            if previous is not None:  # torn down off the critical path, as in `_start`
+                self._closing = [f for f in self._closing if not f.done()]
+                self._closing.append(asyncio.run_coroutine_threadsafe(previous.close(), background_loop()))
+
+    async def _fork_all(self, forks: list[tuple[int, int]]) -> list[Reset]:
+        return list(await asyncio.gather(*(self._fork(i, source) for i, source in forks)))
+
     async def _step_one(self, i: int, command: str, restart: bool) -> StepResult:
         if restart:
             observation, info = await self._start(i, None)
@@ -175,6 +212,8 @@ class SWEVectorEnv(BatchedSWEEnv):
         if episode is None:  # its sandbox never started: end the sub-episode, masked
             reason = self._start_failures[i] or "no episode"
             return self.observations[i], 0.0, False, True, {"masked": True, "masked_reason": reason}
+        if self.settings.tools is not None:  # a tool call, or a plain bash string
+            return await episode.act(command)
         return await episode.step(command)
 
     async def _step_all(self, commands: list[str], restarting: np.ndarray | None) -> list[StepResult]:

@@ -15,14 +15,6 @@ TERMINAL_KEYS = {"resolved", "patch", "report", "masked", "masked_reason", "rese
 STEP_KEYS = {"exit_code", "timed_out", "output_truncated", "duration_s"}
 
 
-@pytest.fixture
-def env() -> gym.Env:
-    provider_setup("local")
-    environment = gym.make("swe_gym/SWE-v0", max_steps=5)
-    yield environment
-    environment.close()
-
-
 def gold_action(task: swe_gym.SWETask) -> str:
     return f"git apply <<'SWE_GYM_GOLD_EOF'\n{task.patch}\nSWE_GYM_GOLD_EOF"
 

@@ -13,8 +13,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask, provision
@@ -144,10 +142,3 @@ def test_an_r2e_gym_task_in_its_image_layout(tmp_path: Path) -> None:
     seen = _agent_sees(task, "ls -a; ls / /root; git status --short")
     assert "run_tests.sh" not in seen and "r2e_tests" not in seen
     assert_four_verdicts(task, repo.breaks_p2p_patch)
-
-
-@pytest.fixture(autouse=True)
-def _no_swesmith_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    from swe_gym.tasks.families import swesmith
-
-    monkeypatch.setattr(swesmith, "_swesmith_registry", lambda: None)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from swe_gym.envs.episode import Episode
 from swe_gym.errors import ConfigError
 from swe_gym.integrations import nemo_rl
 from swe_gym.integrations.nemo_rl import (
@@ -131,7 +132,7 @@ def test_types_are_structurally_nemo_rls() -> None:
     assert list(inspect.signature(SWEGymEnvironment.step).parameters) == params
     assert callable(SWEGymEnvironment.shutdown)  # grpo.py calls environment.shutdown.remote()
     if not nemo_rl.NEMO_RL_AVAILABLE:
-        assert EnvironmentReturn.__module__ == "swe_gym.integrations.nemo_rl"
+        assert EnvironmentReturn.__module__ == "swe_gym.integrations.nemo_rl.types"
 
 
 def test_parse_action() -> None:
@@ -148,17 +149,34 @@ def test_parse_action() -> None:
 # -- episodes ---------------------------------------------------------------------------------
 
 
-def test_batch_runs_concurrently_gold_resolves_format_error_continues(env: SWEGymEnvironment) -> None:
+def test_batch_runs_concurrently_gold_resolves_format_error_continues(
+    env: SWEGymEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
     convs = [Conversation(TASKS[i].instance_id) for i in range(3)]
-    started = time.perf_counter()
-    out = turn(env, convs, [bash("sleep 1; echo one"), bash("sleep 1; echo two"), bash("sleep 1; echo three")])
-    elapsed = time.perf_counter() - started
+    # Each of the three commands waits, before it runs, until all three are under way: a batch run one
+    # sample after another would leave the first waiting alone. No clock is read, so a slow machine cannot
+    # fail it; the wait's limit only keeps a serial implementation from hanging the test.
+    rendezvous = asyncio.Barrier(3)
+    alone: list[str] = []
+    real_step = Episode.step
+
+    async def step_together(self: Episode, command: str) -> Any:
+        if command.startswith("echo "):
+            try:
+                await asyncio.wait_for(rendezvous.wait(), 120)
+            except TimeoutError:
+                alone.append(command)
+        return await real_step(self, command)
+
+    monkeypatch.setattr(Episode, "step", step_together)
+    out = turn(env, convs, [bash("echo one"), bash("echo two"), bash("echo three")])
+    monkeypatch.undo()
+    assert not alone, f"{alone} waited alone: the batch did not run its samples concurrently"
     assert [untagged(o["content"], m) for o, m in zip(out.observations, out.metadata, strict=True)] == [
         "one\n",
         "two\n",
         "three\n",
     ]
-    assert elapsed < 2.8, f"three 1 s commands took {elapsed:.1f}s: the batch did not run concurrently"
     assert isinstance(out, EnvironmentReturn)
     assert out.rewards.dtype == torch.float32 and out.rewards.shape == (3,) and not out.rewards.any()
     assert out.terminateds.dtype == torch.bool and not out.terminateds.any()
@@ -380,7 +398,7 @@ def test_same_history_different_outcomes_each_row_gets_its_own(env: SWEGymEnviro
 def test_rollout_hook_masks_rows_fixes_their_reward_and_closes_cut_episodes(env: SWEGymEnvironment) -> None:
     """`post_process_rollout` (what the hook runs after each NeMo RL rollout) on a batch shaped like
     ``run_multi_turn_rollout``'s: two prompt groups, one masked sample, one sample cut on its first turn."""
-    from swe_gym.integrations.nemo_rl_hook import post_process_rollout
+    from swe_gym.integrations.nemo_rl.hook import post_process_rollout
 
     convs = [Conversation(TASKS[0].instance_id) for _ in range(3)] + [Conversation(TASKS[1].instance_id)]
     gold = [gold_action(0), gold_action(0), bash("true"), bash("true")]

@@ -14,15 +14,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+from tests.conftest import IN_CI
 
-from ray.cluster_utils import Cluster  # noqa: E402
+if IN_CI:  # the dev extra installs ray; CI must never skip these
+    import ray
+else:
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
-from swe_gym.cli.main import main as swe_gym_cli  # noqa: E402
-from swe_gym.integrations.ray_vector import RayVectorEnv  # noqa: E402
-from swe_gym.sandbox import current_run_id, get_provider  # noqa: E402
-from swe_gym.tasks import load_tasks  # noqa: E402
-from tests.conftest import leftover_sandboxes, provider_setup  # noqa: E402
+from ray.cluster_utils import Cluster
+
+from swe_gym.cli.main import main as swe_gym_cli
+from swe_gym.integrations.ray_vector import RayVectorEnv
+from swe_gym.sandbox import current_run_id, get_provider
+from swe_gym.tasks import load_tasks
+from tests.conftest import leftover_sandboxes, provider_setup
 
 TASKS = load_tasks("bundled")
 
@@ -111,6 +116,24 @@ def test_actors_spread_over_both_nodes_and_batch_like_swe_vector_env(cluster: Cl
     assert_nothing_left(actors)
     with pytest.raises(RuntimeError, match="closed"):
         env.step(["true"] * 4)
+
+
+def test_forks_stay_within_one_actor(cluster: Cluster) -> None:
+    from swe_gym.errors import ConfigError
+
+    env = make(4, envs_per_actor=2, max_steps=5)
+    actors = env.actors
+    try:
+        env.reset(seed=0)
+        env.step(["echo prefix > p", "true", "true", "true"])
+        obs, infos = env.reset(options={"reset_mask": [False, True, False, False], "fork_from": [None, 0, None, None]})
+        assert infos["_forked_from"].tolist() == [False, True, False, False] and infos["step"][1] == 1
+        assert env.step(["true", "cat p", "true", "true"])[0][1] == "prefix\n"
+        with pytest.raises(ConfigError, match="another Ray actor"):
+            env.reset(options={"reset_mask": [False, False, True, False], "fork_from": [None, None, 0, None]})
+    finally:
+        env.close()
+    assert_nothing_left(actors)
 
 
 def test_a_killed_actor_masks_only_its_sub_envs_and_a_new_actor_takes_over(cluster: Cluster) -> None:

@@ -268,6 +268,64 @@ def test_slow_endpoint_times_out_within_bounds() -> None:
         assert server["requests"] == 2
 
 
+@contextmanager
+def _trickle_server() -> Iterator[dict[str, Any]]:
+    """Answers 200 with headers at once, then one byte of body every 0.2 s, never finishing: no read ever
+    times out, so only a deadline on the whole request ends it."""
+
+    def respond(handler: BaseHTTPRequestHandler, state: dict[str, Any]) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", "1000000")
+        handler.end_headers()
+        try:
+            while not state["stop"].wait(0.2):
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+        except OSError:  # the client gave up and closed the connection
+            state["closed"] = state.get("closed", 0) + 1
+
+    with _http_server(respond) as state:
+        yield state
+
+
+def _client_threads() -> set[threading.Thread]:
+    """Live threads, but the test servers' own (their serving loop, and one per request they serve)."""
+    return {t for t in threading.enumerate() if not any(n in t.name for n in ("process_request", "serve_forever"))}
+
+
+def test_a_trickling_endpoint_is_cut_at_the_deadline_and_leaves_no_thread() -> None:
+    with _scripted_server(["```bash\nls\n```"]) as warm:  # the loop and the client's pools exist from here on
+        assert _policy(warm["base_url"]).act("TASK", {}) == "ls"
+    before = _client_threads()
+    with _trickle_server() as server:
+        for _ in range(3):
+            policy = _policy(server["base_url"], request_timeout_s=1.0, max_retries=1, retry_backoff_s=0.1)
+            started = time.monotonic()
+            with pytest.raises(PolicyError, match=r"timed out \(no complete answer within 2.1 s\)"):
+                policy.act("TASK", {})
+            assert time.monotonic() - started < 10
+            policy.close()
+        assert server["requests"] == 3  # the deadline spans the client's tries: the first one used it all
+        deadline = time.monotonic() + 10
+        while server.get("closed", 0) < 3 and time.monotonic() < deadline:  # each abandoned request hung up
+            time.sleep(0.05)
+        assert server.get("closed", 0) == 3
+        assert _client_threads() <= before, "a request given up on left a thread behind"  # the server still trickles
+
+
+def test_retries_are_the_clients_and_wait_the_configured_backoff() -> None:
+    with _fixed_server(503, b'{"error": {"message": "loading model"}}') as server:
+        policy = _policy(server["base_url"], max_retries=2, retry_backoff_s=0.5)
+        started = time.monotonic()
+        with pytest.raises(PolicyError, match=r"failed 3 time\(s\); last error: HTTP 503"):
+            policy.act("TASK", {})
+        assert time.monotonic() - started >= 0.5 + 1.0  # 0.5 s, then doubled
+    stats = policy.episode_stats()
+    assert server["requests"] == 3 and stats["retries"] == 2
+    assert stats["errors"][:2] == ["HTTP 503", "HTTP 503"] and stats["errors"][2].startswith("HTTP 503 (")
+
+
 @pytest.mark.parametrize(
     ("body", "content_type"),
     [(b"{not json", "application/json"), (b"<html>502 proxy</html>", "text/html"), (b'"a string"', "application/json")],

@@ -140,3 +140,11 @@ def test_runs_as_an_ordinary_user(test_sif: Path, shared_dir: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == [str(user.pw_uid), "kept", "lo"]
     assert not list(root.iterdir())
+
+
+def test_fork_needs_the_writable_layer_on_disk(test_sif: Path) -> None:
+    from swe_gym.errors import ForkNotSupportedError
+
+    with Sandbox.create(SandboxSpec(image=str(test_sif)), {"type": "apptainer", "writable": "tmpfs"}) as box:
+        with pytest.raises(ForkNotSupportedError, match="writable='overlay'"):
+            box.fork()

@@ -118,3 +118,31 @@ def test_pulling_a_missing_image_is_explicit(caplog: pytest.LogCaptureFixture) -
         with pytest.raises(ImageNotFoundError, match="could not pull swe-gym-no-such-image:0"):
             Sandbox.create(spec, {"type": "docker", "pull": "missing"})
     assert "pulling swe-gym-no-such-image:0" in caplog.text
+
+
+def test_fork_by_commit_labels_its_images_and_removes_them(docker_client) -> None:
+    """``fork="commit"`` (remote engines, other storage drivers): the image is ours and goes with its last user."""
+    from swe_gym.sandbox import Sandbox, SandboxSpec
+
+    def fork_images() -> list[str]:
+        found = docker_client.images.list(
+            filters={"label": [f"swe_gym.run_id={current_run_id()}", "swe_gym.forked_from"]}
+        )
+        return [image.id for image in found]
+
+    with Sandbox.create(SandboxSpec(image=TEST_IMAGE), {"type": "docker", "fork": "commit"}) as source:
+        source.exec("echo source > f")
+        fork = source.fork()
+        labels = docker_client.images.get(fork.aio.spec.image).labels
+        assert labels["swe_gym.managed"] == "true" and labels["swe_gym.forked_from"] == source.aio.id
+        fork.exec("echo fork > f")
+        grandchild = fork.fork()  # its image is a child of the fork's: that one waits for it
+        assert grandchild.read_file("f") == b"fork\n" and source.read_file("f") == b"source\n"
+        fork.close()
+        assert len(fork_images()) == 2
+        grandchild.close()
+        assert fork_images() == []
+        orphan = source.fork()  # as if its owner died: `cleanup` removes container and image
+        removed = run_sync(get_provider("docker").cleanup(labels={"forked_from": source.aio.id}))
+        assert orphan.aio.id in removed and fork_images() == []
+        orphan.close()

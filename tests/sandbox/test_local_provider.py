@@ -48,3 +48,13 @@ def test_cleanup_removes_leftover_workspaces() -> None:
     removed = run_sync(provider.cleanup(run_id=current_run_id()))
     assert box.id in removed and not home.exists()
     box.close()
+
+
+def test_unisolated_fork_copies_workspace_and_home_to_a_new_directory() -> None:
+    with make_sandbox("local-unisolated") as source:
+        source.exec('echo repo > f; echo cfg > "$HOME/rc"')
+        with source.fork() as fork:
+            assert fork.workdir != source.workdir  # the workspace is a host directory: absolute paths differ
+            assert fork.exec('cat f "$HOME/rc"').output == "repo\ncfg\n"
+            fork.exec("echo fork > f")
+            assert source.exec("cat f").output == "repo\n"

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from swe_gym.errors import SandboxError
-from swe_gym.sandbox import Sandbox, SandboxStatus
-from tests.conftest import ISOLATED, PROVIDERS, leftover_sandboxes, make_sandbox
+from swe_gym.errors import ConfigError, ForkNotSupportedError, SandboxDiedError, SandboxError
+from swe_gym.sandbox import AsyncSandbox, Sandbox, SandboxSpec, SandboxStatus
+from tests.conftest import ISOLATED, PROVIDERS, kill_from_outside, leftover_sandboxes, make_sandbox, provider_setup
 
 
 def test_output_merges_stdout_and_stderr_in_order(sandbox: Sandbox) -> None:
@@ -158,3 +158,103 @@ def test_cancelling_a_create_at_any_moment_leaves_nothing(provider_name: str) ->
     run_sync(scenario())
     time.sleep(1.0)  # docker's auto-removal is asynchronous
     assert not any(leftover_sandboxes().values())
+
+
+# -- forks ---------------------------------------------------------------------------------------------------------
+
+#: A daemon a command leaves behind (setsid -f escapes the step's process group), which a fork must not carry.
+DAEMON_RUNS = "pgrep -f 'sleep 98[7].65' >/dev/null && echo running || echo none"
+#: Waits until it runs: until setsid(1) has made its session, the step's end would kill it with the step's group.
+DAEMON = (
+    "setsid -f sleep 987.65 >/dev/null 2>&1; "
+    f"for _ in $(seq 100); do {DAEMON_RUNS} | grep -q running && break; sleep 0.05; done"
+)
+
+
+def test_fork_copies_the_file_system_not_the_processes_and_is_isolated(isolated_provider: str) -> None:
+    """Repository, /tmp and $HOME (where --user installs go) copied; writes never cross; own id, labels, TTL."""
+    source = make_sandbox(isolated_provider, labels={"task_id": "t-fork"}, env={"SWE_GYM_PROBE": "probe"})
+    deleted = "" if isolated_provider == "local" else "/etc/debian_version"  # a file of the image (an overlay whiteout)
+    source.exec(
+        f"mkdir -p pkg ~/.local/lib && echo repo > pkg/f.txt && echo tmp > /tmp/t && echo lib > ~/.local/lib/m.py "
+        f"&& rm -f {deleted} && {DAEMON}"
+    )
+    assert source.exec(DAEMON_RUNS).output == "running\n"
+    fork = source.fork(labels={"branch": "b1"}, ttl_s=900)
+    try:
+        assert fork.aio.id != source.aio.id and fork.workdir == source.workdir
+        assert fork.aio.spec.labels == {"task_id": "t-fork", "branch": "b1", "forked_from": source.aio.id}
+        assert fork.aio.spec.ttl_s == 900 and fork.aio.spec.env == source.aio.spec.env
+        assert fork.aio.id in leftover_sandboxes()[PROVIDERS[isolated_provider][0]["type"]]  # labelled as ours
+        copied = fork.exec(f'cat pkg/f.txt /tmp/t ~/.local/lib/m.py; echo "$SWE_GYM_PROBE"; {DAEMON_RUNS}')
+        assert copied.output.split() == ["repo", "tmp", "lib", "probe", "none"]
+        if deleted:
+            assert fork.exec(f"test -e {deleted} || echo gone").output == "gone\n"
+        assert source.exec(DAEMON_RUNS).output == "running\n"  # the source goes on untouched
+        fork.exec("echo fork > pkg/f.txt; echo fork > /tmp/t; echo fork > only-fork")
+        source.exec("echo source > pkg/f.txt; echo source > /tmp/t; echo source > only-source")
+        assert source.exec("cat pkg/f.txt /tmp/t; ls").output.split() == ["source", "source", "only-source", "pkg"]
+        assert fork.exec("cat pkg/f.txt /tmp/t; ls").output.split() == ["fork", "fork", "only-fork", "pkg"]
+        again = fork.fork()  # a fork of a fork sees the fork's state, not the source's
+        assert again.read_file("pkg/f.txt") == b"fork\n"
+        again.close()
+        source.close()  # each closes on its own
+        assert fork.exec("cat pkg/f.txt").output == "fork\n"
+    finally:
+        source.close()
+        fork.close()
+    assert not any(leftover_sandboxes().values())
+
+
+def test_a_fork_killed_from_outside_is_cleaned_and_its_source_lives_on(isolated_provider: str) -> None:
+    with make_sandbox(isolated_provider) as source:
+        source.exec("echo kept > f")
+        fork = source.fork()
+        kill_from_outside(fork)
+        assert fork.status() is SandboxStatus.DEAD
+        with pytest.raises(SandboxDiedError):
+            fork.fork()
+        fork.close()
+        assert source.exec("cat f").output == "kept\n" and source.status() is SandboxStatus.RUNNING
+    with pytest.raises(SandboxError, match="closed"):
+        source.fork()
+    assert not any(leftover_sandboxes().values())
+
+
+def test_a_fork_waits_for_the_running_command() -> None:
+    """The copy is taken between commands: one still running when fork() is called is waited for."""
+    import asyncio
+
+    from swe_gym.sandbox.loop import run_sync
+
+    async def scenario() -> str:
+        config, _ = provider_setup("local")
+        source = await AsyncSandbox.create(SandboxSpec(), config)
+        try:
+            running = asyncio.ensure_future(source.exec("sleep 0.5; echo done > f"))
+            await asyncio.sleep(0.1)
+            fork = await source.fork()
+            await running
+            try:
+                return (await fork.read_file("f")).decode()
+            finally:
+                await fork.close()
+        finally:
+            await source.close()
+
+    assert run_sync(scenario()) == "done\n"
+
+
+def test_fork_errors_say_what_is_missing() -> None:
+    import asyncio
+
+    from swe_gym.sandbox.loop import run_sync
+
+    with make_sandbox("local") as box:
+        with pytest.raises(ConfigError, match="ttl_s"):
+            box.fork(ttl_s=0)
+        orphan = AsyncSandbox(box.aio.backend)  # made without AsyncSandbox.create: no provider to fork with
+        with pytest.raises(ForkNotSupportedError, match="provider is unknown"):
+            run_sync(orphan.fork())
+        assert isinstance(ForkNotSupportedError("x"), NotImplementedError)
+    assert asyncio.iscoroutinefunction(AsyncSandbox.fork)

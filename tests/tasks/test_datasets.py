@@ -19,12 +19,17 @@ from pathlib import Path
 
 import pytest
 
-datasets = pytest.importorskip("datasets")
+from tests.conftest import IN_CI
 
-from swe_gym.errors import TaskError  # noqa: E402
-from swe_gym.tasks import load_tasks  # noqa: E402
-from swe_gym.tasks.datasets import is_hub_name, read_rows  # noqa: E402
-from tests.tasks.swebench_rows import LITE, SWE_GYM, VERIFIED  # noqa: E402
+if IN_CI:  # the dev extra installs datasets; CI must never skip these
+    import datasets
+else:
+    datasets = pytest.importorskip("datasets")
+
+from swe_gym.errors import TaskError
+from swe_gym.tasks import load_tasks
+from swe_gym.tasks.datasets import is_hub_name, read_rows
+from tests.tasks.swebench_rows import LITE, SWE_GYM, VERIFIED
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from swe_gym.tasks.families import convert, detect
 from swe_gym.tasks.families import swesmith as swesmith_family
 from swe_gym.tasks.families.r2egym import LINK_TESTS, RUN_TESTS, SETUP_SCRIPT
 from swe_gym.tasks.families.swesmith import PYTHON_TEST_CMD, reverse_patch
+from tests.conftest import IN_CI
 
 IID = "oauthlib__oauthlib.1fd52536.combine_file__09vlzwgc"
 BUG_PATCH = """\
@@ -43,10 +45,26 @@ index 0c5f9ab..2b1e4d1 100644
 """
 
 
-@pytest.fixture(autouse=True)
-def no_swesmith_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Conversion without the optional swesmith package, whether or not it is installed here."""
-    monkeypatch.setattr(swesmith_family, "_swesmith_registry", lambda: None)
+@pytest.fixture
+def swesmith_registry() -> Any:
+    """The real swesmith package's profile registry (the dev extra installs it: CI never skips)."""
+    if IN_CI:
+        from swesmith.profiles import registry
+    else:
+        registry = pytest.importorskip("swesmith.profiles", reason="pip install 'swe_gym[swesmith]'").registry
+    assert swesmith_family._swesmith_registry() is registry
+    return registry
+
+
+@pytest.fixture
+def without_swesmith_package(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The real lookup, with the optional package's import made to fail (as where it is not installed)."""
+    swesmith_family._swesmith_registry.cache_clear()
+    monkeypatch.setitem(sys.modules, "swesmith", types.ModuleType("swesmith"))
+    monkeypatch.setitem(sys.modules, "swesmith.profiles", None)
+    yield
+    monkeypatch.undo()
+    swesmith_family._swesmith_registry.cache_clear()
 
 
 def swesmith_row(**changes: Any) -> dict[str, Any]:
@@ -69,7 +87,7 @@ def swesmith_row(**changes: Any) -> dict[str, Any]:
     return {k: v for k, v in row.items() if v is not None}
 
 
-def test_a_swesmith_row_becomes_a_task_without_losing_fields() -> None:
+def test_a_swesmith_row_becomes_a_task_without_losing_fields(swesmith_registry: Any) -> None:
     row = swesmith_row()
     assert detect(row, "SWE-bench/SWE-smith").name == "swe-smith"
     task = convert(row, "SWE-bench/SWE-smith")
@@ -77,7 +95,7 @@ def test_a_swesmith_row_becomes_a_task_without_losing_fields() -> None:
     assert task.image == row["image_name"] and task.workdir == "/testbed"
     assert task.base_commit == row["base_commit"] and task.problem_statement == row["problem_statement"]
     assert task.setup_script.startswith(f"git checkout -q {IID} ")
-    assert task.eval.harness == "swe_gym" and task.eval.log_parser == "swesmith:python"
+    assert task.eval.harness == "swe_gym" and task.eval.log_parser == "swesmith:oauthlib__oauthlib.1fd52536"
     assert task.eval.test_cmd.endswith("\n" + PYTHON_TEST_CMD) and "'Remove F2P Tests'" in task.eval.test_cmd
     assert "for f in tests/oauth2/rfc6749/test_utils.py tests/test_common.py; do" in task.eval.test_cmd
     assert task.fail_to_pass == row["FAIL_TO_PASS"] and task.pass_to_pass == row["PASS_TO_PASS"]
@@ -130,32 +148,58 @@ GO_ROW = {
 }
 
 
-def test_other_languages_need_the_swesmith_package_or_the_rows_own_commands() -> None:
+def test_other_languages_need_the_swesmith_package_or_the_rows_own_commands(without_swesmith_package: None) -> None:
     with pytest.raises(TaskError, match="pip install swesmith"):
         convert(GO_ROW)
     task = convert({**GO_ROW, "test_cmd": "go test -v ./...", "log_parser": "swesmith:go"})
     assert task.eval.test_cmd.endswith("\ngo test -v ./...") and task.eval.log_parser == "swesmith:go"
 
 
-def test_the_swesmith_package_profile_gives_command_and_parser(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Wiring only, with a stand-in registry named as such: the profile's command, its parser by name."""
-
-    class Profile:
-        min_testing, exts, test_cmd = False, [".go"], "go test -v ./..."
-
-        def get_test_cmd(self, instance: dict[str, Any]) -> tuple[str, list[str]]:
-            assert instance["FAIL_TO_PASS"] == GO_ROW["FAIL_TO_PASS"]
-            return self.test_cmd, []
-
-    class Registry:
-        def get(self, key: str) -> Profile:
-            assert key == "gin-gonic__gin.3c12d2a8"
-            return Profile()
-
-    monkeypatch.setattr(swesmith_family, "_swesmith_registry", lambda: Registry())
+def test_the_swesmith_package_profile_gives_command_and_parser(swesmith_registry: Any) -> None:
+    """The real package's Go profile: its command, and its own log parser by name."""
     task = convert(GO_ROW)
+    assert task.eval.test_cmd.endswith("\n" + swesmith_registry.get("gin-gonic__gin.3c12d2a8").test_cmd)
     assert task.eval.test_cmd.endswith("\ngo test -v ./...")
     assert task.eval.log_parser == "swesmith:gin-gonic__gin.3c12d2a8"
+    log = "=== RUN   TestBasicAuth\n--- PASS: TestBasicAuth (0.00s)\n--- FAIL: TestRouteStaticNoListing (0.01s)\n"
+    status = get_parser(task.eval.log_parser)(log)
+    assert classify(task.fail_to_pass, status).failure == ["TestRouteStaticNoListing"]
+    assert classify(task.pass_to_pass, status).failure == []
+
+
+def test_a_min_testing_python_profile_runs_only_the_tasks_test_files(swesmith_registry: Any) -> None:
+    """The real sympy profile runs only the files of FAIL_TO_PASS and PASS_TO_PASS, as swesmith does."""
+    f2p, p2p = ["sympy/core/tests/test_basic.py::test_x"], ["sympy/sets/tests/test_sets.py::test_y"]
+    task = convert(
+        swesmith_row(
+            instance_id="sympy__sympy.2ab64612.func_basic__abc",
+            repo="swesmith/sympy__sympy.2ab64612",
+            image_name=None,
+            FAIL_TO_PASS=f2p,
+            PASS_TO_PASS=p2p,
+        )
+    )
+    assert swesmith_registry.get("sympy__sympy.2ab64612").min_testing
+    assert task.eval.test_cmd.endswith(
+        f"{PYTHON_TEST_CMD} sympy/core/tests/test_basic.py sympy/sets/tests/test_sets.py"
+    )
+    assert task.eval.log_parser == "swesmith:sympy__sympy.2ab64612"
+
+
+def test_the_python_defaults_are_the_packages(swesmith_registry: Any) -> None:
+    """What swe_gym uses without the package is what the package's Python profile says."""
+    from swesmith.profiles.python import PythonProfile
+
+    assert PythonProfile.__dataclass_fields__["test_cmd"].default == PYTHON_TEST_CMD
+    log = "tests/test_a.py::test_x PASSED    [ 50%]\ntests/test_a.py::test_y FAILED    [100%]\n"
+    profile = swesmith_registry.get("oauthlib__oauthlib.1fd52536")
+    assert get_parser("swesmith:python")(log) == get_parser("swesmith:oauthlib__oauthlib.1fd52536")(log)
+    assert set(profile.log_parser(log)) == {"tests/test_a.py::test_x", "tests/test_a.py::test_y"}
+
+
+def test_a_repository_without_a_profile_uses_the_python_defaults(swesmith_registry: Any) -> None:
+    task = convert(swesmith_row(repo="swesmith/calc__calc.0123abcd", image_name=None))
+    assert task.eval.log_parser == "swesmith:python" and task.eval.test_cmd.endswith("\n" + PYTHON_TEST_CMD)
 
 
 @pytest.mark.parametrize(
@@ -486,12 +530,6 @@ def test_malformed_r2e_gym_rows_name_the_field(changes: dict[str, Any], field: s
         convert(row, "R2E-Gym/R2E-Gym-Lite")
 
 
-def test_swesmith_package_import_failure_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.undo()  # the real lookup, with the import made to fail
-    swesmith_family._swesmith_registry.cache_clear()
-    monkeypatch.setitem(sys.modules, "swesmith", types.ModuleType("swesmith"))
-    monkeypatch.setitem(sys.modules, "swesmith.profiles", None)
-    try:
-        assert convert(swesmith_row()).eval.log_parser == "swesmith:python"
-    finally:
-        swesmith_family._swesmith_registry.cache_clear()
+def test_without_the_swesmith_package_python_tasks_use_the_python_defaults(without_swesmith_package: None) -> None:
+    task = convert(swesmith_row())
+    assert task.eval.log_parser == "swesmith:python" and task.eval.test_cmd.endswith("\n" + PYTHON_TEST_CMD)

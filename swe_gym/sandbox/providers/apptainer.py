@@ -9,7 +9,10 @@ killed) or at its TTL. Each sandbox gets ``--containall --cleanenv`` (own PID,
 IPC and mount namespaces; no host home, no host environment), ``--net --network
 none`` unless the spec asks for network, and a writable overlay directory of its
 own on disk (the ``--writable-tmpfs`` default of 64 MiB is too small for real
-repositories). Limits go through a cgroup of ours that holds the whole process
+repositories), with ``/tmp``, ``/var/tmp`` and ``$HOME`` on disk too (``--workdir``,
+a ``scratch`` directory of its home), so a fork copies everything its commands
+can write: the overlay's ``upper`` layer and ``scratch`` (`ApptainerProvider.fork`).
+Limits go through a cgroup of ours that holds the whole process
 tree, so they work without systemd. ``spython`` builds the images and reports the
 version; the long-lived process is spawned directly, since spython has no exec
 with an open stdin.
@@ -25,11 +28,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.errors import ImageNotFoundError, SandboxError
+from swe_gym.errors import ForkNotSupportedError, ImageNotFoundError, SandboxError
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
 from swe_gym.sandbox.images import ImageRewriter
+from swe_gym.sandbox.protocol import SandboxBackend
 from swe_gym.sandbox.providers.cgroups import Cgroup
-from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home
+from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home, remove_home
 from swe_gym.sandbox.providers.sif import SifCache, apptainer_binary, needs_no_privs
 from swe_gym.sandbox.spec import SandboxSpec
 from swe_gym.settings import settings
@@ -68,6 +72,8 @@ class ApptainerProviderConfig(BaseModel):
 
 class ApptainerSandbox(ProcessSandbox):
     provider_name = "apptainer"
+    sif: Path
+    writable: str = "overlay"
 
 
 class ApptainerProvider(HomeProvider):
@@ -92,12 +98,15 @@ class ApptainerProvider(HomeProvider):
             self._sifs = SifCache(self.binary, self.config.cache_dir, self.config.sif_dir, self.config.build_options)
         return self._sifs
 
-    def _exec_argv(self, spec: SandboxSpec, sif: Path, overlay: Path) -> list[str]:
+    def _exec_argv(self, spec: SandboxSpec, sif: Path, home: Path) -> list[str]:
         no_privs = self.config.no_privs if self.config.no_privs is not None else needs_no_privs()
         argv = [self.binary, "exec", "--containall", "--cleanenv", "--pwd", "/"]
         argv += ["--no-privs"] if no_privs else []
         argv += [] if spec.network else ["--net", "--network", "none"]
-        argv += ["--overlay", str(overlay)] if self.config.writable == "overlay" else ["--writable-tmpfs"]
+        if self.config.writable == "overlay":
+            argv += ["--overlay", str(home / "overlay"), "--workdir", str(home / "scratch")]
+        else:
+            argv += ["--writable-tmpfs"]
         argv += self.config.options
         return [*argv, str(sif), self.config.python, "-c", RUNNER_BOOTSTRAP, "--ttl", str(spec.ttl_s)]
 
@@ -110,14 +119,38 @@ class ApptainerProvider(HomeProvider):
         sif = await self.sifs.get(image)
         spec = spec.model_copy(update={"image": image})
         sandbox_id, home = new_home(self.config.root, spec, image=image, sif=str(sif))
-        overlay = home / "overlay"
-        overlay.mkdir()
+        for name in ("overlay", "scratch"):
+            (home / name).mkdir()
+        return await self._launch(sandbox_id, home, spec, sif)
+
+    async def fork(self, sandbox: SandboxBackend, spec: SandboxSpec) -> ApptainerSandbox:
+        """A new container of the same SIF on a copy of ``sandbox``'s overlay ``upper`` layer and ``scratch``."""
+        if not isinstance(sandbox, ApptainerSandbox):
+            raise ForkNotSupportedError(f"the apptainer provider cannot fork a {sandbox.provider_name} sandbox")
+        if sandbox.writable != "overlay" or self.config.writable != "overlay":
+            raise ForkNotSupportedError(
+                "apptainer forks copy the overlay directory on disk; with writable='tmpfs' the writable layer "
+                "lives in the container's memory: use writable='overlay' (the default)"
+            )
+        sandbox_id, home = new_home(self.config.root, spec, image=spec.image, sif=str(sandbox.sif))
+        try:
+            # Only the overlay's upper layer: apptainer makes its work directory anew.
+            upper = ([sandbox.home / "overlay" / "upper"], home / "overlay")
+            await sandbox.copy_out([upper, ([sandbox.home / "scratch"], home)])
+        except BaseException:
+            remove_home(home, None)
+            raise
+        return await self._launch(sandbox_id, home, spec, sandbox.sif)
+
+    async def _launch(self, sandbox_id: str, home: Path, spec: SandboxSpec, sif: Path) -> ApptainerSandbox:
+        """Start the container on ``home``'s overlay and scratch (made by `create`, or copied by `fork`)."""
         cgroup = Cgroup.create(f"{GROUP_PREFIX}{sandbox_id}", spec.resources)
         env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PASS)}
         env.update({ENV_PASS + k: v for k, v in spec.command_env().items()})
         env[ENV_PASS + RUNNER_ENV] = runner_source()
         sandbox = ApptainerSandbox(sandbox_id, spec, spec.workdir, home, cgroup)
-        await sandbox.boot(self._start(sandbox, self._exec_argv(spec, sif, overlay), env))
+        sandbox.sif, sandbox.writable = sif, self.config.writable
+        await sandbox.boot(self._start(sandbox, self._exec_argv(spec, sif, home), env))
         return sandbox
 
     async def _start(self, sandbox: ApptainerSandbox, argv: list[str], env: dict[str, str]) -> None:

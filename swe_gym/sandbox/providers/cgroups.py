@@ -2,6 +2,8 @@
 
 Docker enforces limits itself; a bare process tree has only cgroups. When the
 cgroup filesystem is not writable here, limits are skipped with one warning.
+A group can also be frozen (v2 ``cgroup.freeze``, v1's ``freezer``), which a
+fork uses to copy a sandbox's files while none of its processes runs.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ log = logging.getLogger(__name__)
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PARENT = "swe_gym"
+#: How long `Cgroup.freeze` waits for every process to stop (one in uninterruptible sleep may take a while).
+FREEZE_WAIT_S = 2.0
 _warned = False
 
 
 def _controller_dirs() -> dict[str, Path]:
     """Where to create our group for each controller, or {} when cgroups are not usable."""
     if (CGROUP_ROOT / "pids" / "cgroup.procs").exists():  # v1
-        return {c: CGROUP_ROOT / c / PARENT for c in ("pids", "memory") if (CGROUP_ROOT / c).is_dir()}
+        return {c: CGROUP_ROOT / c / PARENT for c in ("pids", "memory", "freezer") if (CGROUP_ROOT / c).is_dir()}
     controllers = CGROUP_ROOT / "cgroup.controllers"
     if controllers.exists() and "pids" in controllers.read_text().split():  # v2
         parent = CGROUP_ROOT / PARENT
@@ -79,7 +83,37 @@ class Cgroup:
                 pass
         return sorted(found)
 
+    def freeze(self) -> bool:
+        """Stop every process of the group (blocking, up to `FREEZE_WAIT_S`); whether it is frozen now.
+
+        False where no freezer is available (then nothing was stopped). `thaw` resumes them.
+        """
+        return self._set_frozen(True)
+
+    def thaw(self) -> None:
+        self._set_frozen(False)
+
+    def _set_frozen(self, frozen: bool) -> bool:
+        reached = False
+        for group in self.dirs:
+            if (group / "cgroup.freeze").exists():  # v2
+                control, value = group / "cgroup.freeze", "1" if frozen else "0"
+            elif (group / "freezer.state").exists():  # v1
+                control, value = group / "freezer.state", "FROZEN" if frozen else "THAWED"
+            else:
+                continue
+            try:
+                control.write_text(value)
+                deadline = time.monotonic() + FREEZE_WAIT_S
+                while not _frozen_state_is(group, frozen) and time.monotonic() < deadline:
+                    time.sleep(0.001)
+                reached = _frozen_state_is(group, frozen)
+            except OSError as exc:
+                log.debug("cgroup %s: cannot set frozen=%s: %s", group, frozen, exc)
+        return reached
+
     def kill_all(self) -> None:
+        self.thaw()  # v1 delivers SIGKILL to a frozen process only once it is thawed
         for _ in range(100):
             pids = self.pids()
             if not pids:
@@ -102,6 +136,12 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+def _frozen_state_is(group: Path, frozen: bool) -> bool:
+    if (group / "cgroup.events").exists():
+        return f"frozen {int(frozen)}" in (group / "cgroup.events").read_text().splitlines()
+    return (group / "freezer.state").read_text().strip() == ("FROZEN" if frozen else "THAWED")
 
 
 def join_command(cgroup: Cgroup | None, argv: list[str]) -> list[str]:

@@ -8,6 +8,14 @@ no network unless asked, and ``auto_remove``; the runner exits at its TTL or
 when our end of the socket closes (``stdin_once``), so an orphan removes itself
 even if this process is killed. It can also commit a sandbox to an image (`ImageCommitter`), which
 keeps the source image's configuration and carries our labels, so ``cleanup`` removes such images too.
+
+A fork (`DockerProvider.fork`) is a new container of the source's image whose writable layer is a copy
+of the source's: on a local engine with the overlay2 storage driver (whose directories we can read)
+the source is paused, its layer's upper directory copied into the new, not yet started container's
+(``cp -a --reflink=auto``), and unpaused; elsewhere (a remote engine, another storage driver, or
+``fork="commit"``) the source is committed (paused meanwhile) to an image labelled ours, which the
+fork runs from and which goes when the fork closes (or with ``cleanup``). Either way the writable
+layer holds everything commands wrote outside volumes: the repository, ``/tmp``, installed packages.
 """
 
 from __future__ import annotations
@@ -15,19 +23,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import uuid
 from collections import deque
 from typing import Any, Literal
 
 import requests
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.errors import ImageNotFoundError, ProviderUnavailableError, SandboxError
+from swe_gym.errors import ForkNotSupportedError, ImageNotFoundError, ProviderUnavailableError, SandboxError
+from swe_gym.progress import Progress
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import RunnerChannel
+from swe_gym.sandbox.create import FORKED_FROM
 from swe_gym.sandbox.images import ImageRewriter
+from swe_gym.sandbox.images import split_tag as _split_tag
 from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.protocol import SandboxBackend
+from swe_gym.sandbox.providers.process import copy_tree
 from swe_gym.sandbox.spec import ImageInfo, SandboxSpec
 from swe_gym.settings import settings
 
@@ -40,6 +54,8 @@ except ImportError as exc:  # pragma: no cover - docker is a core dependency
 log = logging.getLogger(__name__)
 
 _STDOUT = 1
+#: Images a fork commits (``fork="commit"``) are tagged ``swe-gym-fork:<random>``.
+FORK_REPOSITORY = "swe-gym-fork"
 
 
 class DockerProviderConfig(BaseModel):
@@ -55,14 +71,11 @@ class DockerProviderConfig(BaseModel):
         description="pull an image the engine lacks (progress is logged), or fail with ImageNotFoundError",
     )
     max_concurrent_creates: int = Field(default=8, ge=1, description="the daemon fails under many parallel starts")
-
-
-def _split_tag(image: str) -> tuple[str, str]:
-    """``name:tag`` as the engine's API takes it (a registry port is not a tag)."""
-    if ":" in image.rsplit("/", 1)[-1]:
-        repository, _, tag = image.rpartition(":")
-        return repository, tag
-    return image, "latest"
+    fork: Literal["auto", "copy", "commit"] = Field(
+        default="auto",
+        description="how a fork copies the writable layer: 'copy' its overlay2 upper directory (a local engine "
+        "only), 'commit' it to an image, 'auto' copy where possible, else commit",
+    )
 
 
 class _AttachProtocol(asyncio.Protocol):
@@ -124,6 +137,8 @@ class DockerSandbox(RunnerSandbox):
         self._api = api
         self._protocol: _AttachProtocol | None = None
         self._keepalive: Any = None
+        self.fork_image: str | None = None  # the image a fork committed for this container, removed with it
+        self.upper_dir: str | None = None  # its overlay2 upper directory, once a fork has looked it up
 
     def _describe(self) -> str:
         stderr = b"".join(self._protocol.stderr).decode(errors="replace")[-400:] if self._protocol else ""
@@ -163,6 +178,27 @@ class DockerSandbox(RunnerSandbox):
         except docker.errors.APIError as exc:
             if exc.status_code != 409:  # 409: removal already in progress (auto_remove)
                 raise SandboxError(f"could not remove container {self.id}: {exc}") from exc
+        if self.fork_image is not None:
+            await offload(_remove_fork_images, self._api, self.fork_image)
+
+
+def _remove_fork_images(api: Any, image_id: str) -> None:
+    """Remove a fork's image, then each parent that a fork made too, until one is still in use (blocking)."""
+    while image_id:
+        try:
+            parent = api.inspect_image(image_id).get("Parent") or ""
+            api.remove_image(image_id)  # never forced: one that a container or a child image uses stays
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:
+                log.warning("could not remove fork image %s: %s", image_id, exc)
+            return  # in use (a fork of this fork): the last user's close, or cleanup, removes it
+        try:
+            labels = (api.inspect_image(parent)["Config"].get("Labels") or {}) if parent else {}
+        except docker.errors.NotFound:
+            return
+        image_id = parent if labels.get(lbl.label_key(FORKED_FROM)) and labels.get(lbl.MANAGED) == "true" else ""
 
 
 class DockerProvider:
@@ -233,14 +269,22 @@ class DockerProvider:
         repository, tag = _split_tag(image)
         log.info("pulling %s (not on this engine)", image)
         last: dict[str, str] = {}
+        layers: dict[str, tuple[int, int]] = {}  # layer -> (bytes done, total), for the progress bar
         try:
-            for event in self.api.pull(repository, tag=tag, stream=True, decode=True):
-                if "error" in event:
-                    raise ImageNotFoundError(f"could not pull {image}: {event['error']}")
-                layer, status = event.get("id", ""), event.get("status", "")
-                if last.get(layer) != status:  # one line per layer per phase, not per progress tick
-                    last[layer] = status
-                    log.info("pull %s: %s %s %s", image, layer, status, event.get("progress", ""))
+            with Progress(None, f"pulling {image}", "B", unit_scale=True) as bar:
+                for event in self.api.pull(repository, tag=tag, stream=True, decode=True):
+                    if "error" in event:
+                        raise ImageNotFoundError(f"could not pull {image}: {event['error']}")
+                    layer, status = event.get("id", ""), event.get("status", "")
+                    if last.get(layer) != status:  # one line per layer per phase, not per progress tick
+                        last[layer] = status
+                        log.info("pull %s: %s %s %s", image, layer, status, event.get("progress", ""))
+                    detail = event.get("progressDetail") or {}
+                    if status == "Downloading" and detail.get("total"):
+                        layers[layer] = (int(detail.get("current", 0)), int(detail["total"]))
+                        done = sum(current for current, _ in layers.values())
+                        bar.set_total(sum(total for _, total in layers.values()))
+                        bar.advance_to(done, postfix=f"{len(layers)} layers")
         except docker.errors.APIError as exc:
             raise ImageNotFoundError(f"could not pull {image}: {exc.explanation or exc}") from exc
         log.info("pulled %s", image)
@@ -301,6 +345,73 @@ class DockerProvider:
             raise SandboxError(f"docker committed container {sandbox.id} but has no image {image!r}")
         return info
 
+    async def fork(self, sandbox: SandboxBackend, spec: SandboxSpec) -> DockerSandbox:
+        """A new container on a copy of ``sandbox``'s writable layer (see the module docstring)."""
+        if not isinstance(sandbox, DockerSandbox):
+            raise ForkNotSupportedError(f"the docker provider cannot fork a {sandbox.provider_name} sandbox")
+        try:
+            upper = None if self.config.fork == "commit" else await asyncio.to_thread(self._upper_dir, sandbox)
+            if upper is None and self.config.fork == "copy":
+                raise ForkNotSupportedError(
+                    "fork='copy' needs a local Docker engine with the overlay2 storage driver whose directories "
+                    "this process can read; use fork='auto' or 'commit'"
+                )
+            if upper is not None:
+                return await self._fork_by_copy(sandbox, spec, upper)
+            return await self._fork_by_commit(sandbox, spec)
+        except (docker.errors.APIError, requests.RequestException) as exc:
+            raise SandboxError(f"docker could not fork container {sandbox.id}: {exc}") from exc
+
+    def _upper_dir(self, sandbox: DockerSandbox) -> str | None:
+        """The container's overlay2 upper directory, where this process can copy it (a local engine)."""
+        if self.api.base_url != "http+docker://localhost":  # docker-py's name for a unix socket: this host
+            return None
+        if sandbox.upper_dir is None:
+            driver = self.api.inspect_container(sandbox.container_id).get("GraphDriver") or {}
+            upper = (driver.get("Data") or {}).get("UpperDir")
+            ours = driver.get("Name") == "overlay2" and upper and os.access(upper, os.R_OK | os.X_OK)
+            sandbox.upper_dir = upper if ours else ""
+        return sandbox.upper_dir or None
+
+    async def _fork_by_copy(self, sandbox: DockerSandbox, spec: SandboxSpec, upper: str) -> DockerSandbox:
+        image = sandbox.spec.image or ""
+        container_id = await guarded(asyncio.to_thread(self._create_container, spec, image), self._remove_quietly)
+        try:
+            data = (await asyncio.to_thread(self.api.inspect_container, container_id))["GraphDriver"]["Data"]
+            async with sandbox.quiet():
+                await asyncio.to_thread(self.api.pause, sandbox.container_id)
+                try:
+                    await copy_tree([upper], data["UpperDir"], into=True)
+                finally:
+                    self.api.unpause(sandbox.container_id)  # inline: a cancelled fork must not leave it paused
+        except BaseException:
+            await self._remove_quietly(container_id)
+            raise
+        fork = DockerSandbox(container_id, spec, self.api)
+        await fork.boot(fork._connect())
+        return fork
+
+    async def _fork_by_commit(self, sandbox: DockerSandbox, spec: SandboxSpec) -> DockerSandbox:
+        tag = f"{FORK_REPOSITORY}:{uuid.uuid4().hex}"
+
+        async def remove_image(info: ImageInfo) -> None:
+            await offload(_remove_fork_images, self.api, info.id)
+
+        async with sandbox.quiet():  # docker commit pauses the container while it copies the layer
+            work = asyncio.to_thread(self._commit, sandbox, tag, {FORKED_FROM: sandbox.id})
+            image = await guarded(work, remove_image)
+        fork_spec = spec.model_copy(update={"image": tag})
+        try:
+            created = asyncio.to_thread(self._create_container, fork_spec, tag)
+            container_id = await guarded(created, self._remove_quietly)
+        except BaseException:
+            await remove_image(image)
+            raise
+        fork = DockerSandbox(container_id, fork_spec, self.api)
+        fork.fork_image = image.id
+        await fork.boot(fork._connect())  # a failed boot closes it, which removes the image too
+        return fork
+
     async def _remove_quietly(self, container_id: str) -> None:
         with contextlib.suppress(docker.errors.APIError):
             await offload(self.api.remove_container, container_id, force=True)
@@ -327,16 +438,25 @@ class DockerProvider:
                 if exc.status_code != 409:
                     raise
             removed.append(info["Id"][:12])
-        for info in self.api.images(filters={"label": f"{lbl.MANAGED}=true"}):
-            if not lbl.matches(info.get("Labels") or {}, run_id=run_id, older_than_s=older_than_s, extra=labels):
-                continue
-            try:
-                self.api.remove_image(info["Id"])  # never forced: an image a container still uses stays
-            except docker.errors.NotFound:
-                pass
-            except docker.errors.APIError as exc:
-                if exc.status_code != 409:
-                    raise
-                continue
-            removed.append(info["Id"].removeprefix("sha256:")[:12])
+        images = [
+            info
+            for info in self.api.images(filters={"label": f"{lbl.MANAGED}=true"})
+            if lbl.matches(info.get("Labels") or {}, run_id=run_id, older_than_s=older_than_s, extra=labels)
+        ]
+        while images:  # again while some went: a fork of a fork's image is a child the parent waits for
+            in_use = []
+            for info in images:
+                try:
+                    self.api.remove_image(info["Id"])  # never forced: an image a container still uses stays
+                except docker.errors.NotFound:
+                    pass
+                except docker.errors.APIError as exc:
+                    if exc.status_code != 409:
+                        raise
+                    in_use.append(info)
+                    continue
+                removed.append(info["Id"].removeprefix("sha256:")[:12])
+            if len(in_use) == len(images):
+                break
+            images = in_use
         return removed

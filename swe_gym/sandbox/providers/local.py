@@ -9,12 +9,19 @@ the ``/bin``, ``/sbin``, ``/lib*`` entries), the few ``/etc`` entries programs
 read (`ETC_ENTRIES`), and the directories of the Python running us (commands
 use it: pytest for bundled tasks) with swe_gym's own package (gold patches)
 masked if it lies inside them. No home directory, service configuration,
-``/opt``, ``/var``, sandbox root or other sandbox is visible. ``/tmp``, ``/run``,
-``/dev`` and ``/proc`` are private; the workspace is mounted writable at the
+``/opt``, ``/var``, sandbox root or other sandbox is visible. ``/tmp`` (a
+directory of the sandbox's home, so on disk), ``/run``, ``/dev`` and ``/proc``
+are private; the workspace is mounted writable at the
 spec's workdir; fresh PID, IPC, UTS and (unless the spec asks for network)
 network namespaces; the runner is PID 1 (so ``kill -9 -1`` cannot take it
 down) and dies with its parent. Without bwrap the runner is a plain process
 tree: a convenience, not a security boundary, said once per process.
+
+A sandbox's home holds ``work`` (the workspace), ``tmp`` (its ``/tmp``, which is
+also ``$HOME`` under bwrap: ``pip install --user`` lands there) and ``state``
+(``$HOME`` without bwrap). That is everything its commands can write, so a fork
+copies those three (`LocalProvider.fork`, reflinked where the file system can)
+and starts a new runner on the copy.
 """
 
 from __future__ import annotations
@@ -30,16 +37,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.errors import ConfigError, ProviderUnavailableError
+from swe_gym.errors import ConfigError, ForkNotSupportedError, ProviderUnavailableError
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
+from swe_gym.sandbox.protocol import SandboxBackend
 from swe_gym.sandbox.providers.cgroups import Cgroup
-from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home
+from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home, remove_home
 from swe_gym.sandbox.spec import SandboxSpec
 from swe_gym.settings import settings
 
 log = logging.getLogger(__name__)
 
 GROUP_PREFIX = "sbx-"
+#: The directories of a sandbox's home that its commands can write (see the module docstring).
+WRITABLE = ("work", "tmp", "state")
 
 #: Top-level host entries every command needs (those that exist; merged-/usr symlinks stay symlinks).
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -117,11 +127,12 @@ def _show(path: Path) -> list[str]:
     return ["--ro-bind", str(path), str(path)]
 
 
-def _host_view(hidden: list[Path]) -> tuple[list[str], list[Path]]:
+def _host_view(hidden: list[Path], tmp: Path | None = None) -> tuple[list[str], list[Path]]:
     """bwrap arguments for the read-only host view (see the module docstring), and the paths it mounts.
 
     ``hidden`` (resolved host paths) are covered by an empty read-only tmpfs where they lie inside a shown
-    directory; elsewhere they are not shown at all.
+    directory; elsewhere they are not shown at all. ``tmp``: the host directory mounted as ``/tmp`` (default:
+    a tmpfs).
     """
     argv: list[str] = []
     shown: list[tuple[Path, Path]] = []  # (path in the sandbox, its real host path)
@@ -129,7 +140,8 @@ def _host_view(hidden: list[Path]) -> tuple[list[str], list[Path]]:
         if path.exists():
             argv += _show(path)
             shown.append((path, Path(os.path.realpath(path))))
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    argv += ["--proc", "/proc", "--dev", "/dev", *(["--bind", str(tmp), "/tmp"] if tmp else ["--tmpfs", "/tmp"])]
+    argv += ["--tmpfs", "/run"]
     for path in _interpreter_dirs():
         real = Path(os.path.realpath(path))
         if not any(_inside(real, seen) for _, seen in shown):
@@ -143,11 +155,11 @@ def _host_view(hidden: list[Path]) -> tuple[list[str], list[Path]]:
     return argv, [path for path, _ in shown] + [Path(p) for p in ("/proc", "/dev", "/tmp", "/run")]
 
 
-def _bwrap_argv(spec: SandboxSpec, work: Path, root: Path) -> list[str]:
+def _bwrap_argv(spec: SandboxSpec, work: Path, root: Path, tmp: Path | None = None) -> list[str]:
     workdir = PurePosixPath(spec.workdir)
     if not workdir.is_absolute() or workdir == PurePosixPath("/") or ".." in workdir.parts:
         raise ConfigError(f"workdir must be an absolute path below /, got {spec.workdir!r}")
-    view, mounted = _host_view([PACKAGE_DIR, Path(os.path.realpath(root))])
+    view, mounted = _host_view([PACKAGE_DIR, Path(os.path.realpath(root))], tmp)
     for path in map(PurePosixPath, mounted):
         if workdir == path or path in workdir.parents or workdir in path.parents:
             raise ConfigError(
@@ -196,9 +208,26 @@ class LocalProvider(HomeProvider):
         if not isolated:
             warn_unisolated()
         sandbox_id, home = new_home(self.config.root, spec)
+        for name in WRITABLE:
+            (home / name).mkdir()
+        (home / "tmp").chmod(0o1777)
+        return await self._launch(sandbox_id, home, spec, isolated)
+
+    async def fork(self, sandbox: SandboxBackend, spec: SandboxSpec) -> LocalSandbox:
+        """A new sandbox on a copy of ``sandbox``'s workspace, ``/tmp`` and home (see the module docstring)."""
+        if not isinstance(sandbox, LocalSandbox):
+            raise ForkNotSupportedError(f"the local provider cannot fork a {sandbox.provider_name} sandbox")
+        sandbox_id, home = new_home(self.config.root, spec)
+        try:
+            await sandbox.copy_out([([sandbox.home / name for name in WRITABLE], home)])
+        except BaseException:
+            remove_home(home, None)
+            raise
+        return await self._launch(sandbox_id, home, spec, sandbox.isolated)
+
+    async def _launch(self, sandbox_id: str, home: Path, spec: SandboxSpec, isolated: bool) -> LocalSandbox:
+        """Start the runner on ``home``'s directories (made by `create`, or copied by `fork`)."""
         work = home / "work"
-        work.mkdir()
-        (home / "state").mkdir()
         cgroup = Cgroup.create(f"{GROUP_PREFIX}{sandbox_id}", spec.resources)
         env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -206,9 +235,10 @@ class LocalProvider(HomeProvider):
             **spec.command_env(),
         }
         env[RUNNER_ENV] = runner_source()
-        runner = [sys.executable, "-c", RUNNER_BOOTSTRAP, "--ttl", str(spec.ttl_s)]
+        # -S: the runner needs only the standard library, and skipping site saves a third of its start.
+        runner = [sys.executable, "-S", "-c", RUNNER_BOOTSTRAP, "--ttl", str(spec.ttl_s)]
         if isolated:
-            argv, workdir = _bwrap_argv(spec, work, self.config.root) + runner, spec.workdir
+            argv, workdir = _bwrap_argv(spec, work, self.config.root, home / "tmp") + runner, spec.workdir
         else:
             argv, workdir = runner, str(work)
         sandbox = LocalSandbox(sandbox_id, spec, workdir, home, cgroup)

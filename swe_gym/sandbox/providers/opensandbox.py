@@ -13,6 +13,12 @@ uploaded through the SDK's file API.
 Every sandbox carries our labels as metadata and the spec's TTL as its server
 timeout, so the server removes it even if this process dies; ``swe-gym cleanup``
 lists by metadata. A command is never re-sent: only creation is retried.
+
+A fork uses the server's snapshot API: the source is snapshotted (on the Docker
+runtime a ``docker commit`` of its container), and the fork created from that
+snapshot with the fork's spec; the snapshot (named ``swe_gym.fork.<run id>.<time>``)
+is deleted when the fork closes, or by ``cleanup``. A server whose runtime has no
+snapshots makes the fork a `ForkNotSupportedError` that says so.
 """
 
 from __future__ import annotations
@@ -29,12 +35,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.errors import ConfigError, ImageNotFoundError, ProviderUnavailableError, SandboxDiedError, SandboxError
+from swe_gym.errors import (
+    ConfigError,
+    ForkNotSupportedError,
+    ImageNotFoundError,
+    ProviderUnavailableError,
+    SandboxDiedError,
+    SandboxError,
+)
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import REPLY_GRACE_S, OneShotChannel
 from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.loop import guarded
+from swe_gym.sandbox.protocol import SandboxBackend
 from swe_gym.sandbox.spec import SandboxSpec
 from swe_gym.settings import setting
 
@@ -49,7 +63,7 @@ try:
         SandboxException,
     )
     from opensandbox.models.execd import RunCommandOpts
-    from opensandbox.models.sandboxes import NetworkPolicy, SandboxFilter
+    from opensandbox.models.sandboxes import NetworkPolicy, SandboxFilter, SnapshotFilter
     from opensandbox.transport import RetryPolicy
 except ImportError as exc:
     raise ProviderUnavailableError(
@@ -65,6 +79,8 @@ REQUEST_DIR = "/tmp/.swe_gym-requests"
 #: How often close asks the server to kill a sandbox before giving up (with a growing pause between).
 KILL_ATTEMPTS = 5
 _LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]")
+#: Snapshots carry no metadata: their name says they are ours, the run, and when (``<prefix>.<run id>.<time>``).
+SNAPSHOT_PREFIX = "swe_gym.fork"
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -175,6 +191,8 @@ class OpenSandboxSandbox(RunnerSandbox):
         runner = f"{python} -c {shlex.quote(RUNNER_BOOTSTRAP)}"
         self.channel = OneShotChannel(_SDKTransport(remote.id, remote), runner, REQUEST_DIR)
         self.attach(self.channel)
+        self.snapshot_id: str | None = None  # a fork's: the snapshot it was created from, deleted with it
+        self.connection: ConnectionConfig | None = None
 
     @property
     def network_isolated(self) -> bool:
@@ -211,6 +229,33 @@ class OpenSandboxSandbox(RunnerSandbox):
         finally:
             with contextlib.suppress(Exception):
                 await self.remote.close()
+            if self.snapshot_id is not None and self.connection is not None:
+                await _delete_snapshot(self.connection, self.snapshot_id)
+
+
+async def _delete_snapshot(connection: ConnectionConfig, snapshot_id: str) -> None:
+    """Delete a fork's snapshot; a conflict (the server still removes the fork's container) is retried."""
+    try:
+        manager = await SandboxManager.create(connection)
+    except SandboxException as exc:
+        log.warning("cannot reach the OpenSandbox server to delete snapshot %s: %s", snapshot_id, exc)
+        return
+    try:
+        for attempt in range(KILL_ATTEMPTS):
+            try:
+                await manager.delete_snapshot(snapshot_id)
+                return
+            except SandboxApiException as exc:
+                if exc.status_code == 404:
+                    return
+                failure: SandboxException = exc
+            except SandboxException as exc:
+                failure = exc
+            await asyncio.sleep(0.2 * (attempt + 1))
+        log.warning("opensandbox snapshot %s: delete failed %d times: %s", snapshot_id, KILL_ATTEMPTS, failure)
+    finally:
+        with contextlib.suppress(Exception):
+            await manager.close()
 
 
 class OpenSandboxProvider:
@@ -309,9 +354,82 @@ class OpenSandboxProvider:
         await sandbox.boot(self._ready(sandbox))
         return sandbox
 
-    async def _ready(self, sandbox: OpenSandboxSandbox) -> None:
+    async def fork(self, sandbox: SandboxBackend, spec: SandboxSpec) -> OpenSandboxSandbox:
+        """A new sandbox from a snapshot of ``sandbox`` (see the module docstring)."""
+        if not isinstance(sandbox, OpenSandboxSandbox):
+            raise ForkNotSupportedError(f"the opensandbox provider cannot fork a {sandbox.provider_name} sandbox")
+        connection = self.connection()
+
+        async def delete(snapshot_id: str) -> None:
+            await _delete_snapshot(connection, snapshot_id)
+
+        async def kill_quietly(remote: Any) -> None:
+            with contextlib.suppress(Exception):
+                await remote.kill()
+            with contextlib.suppress(Exception):
+                await remote.close()
+
+        async with sandbox.quiet():
+            snapshot_id = await guarded(self._snapshot(sandbox, connection), delete)
+        try:
+            kwargs = self._create_kwargs(spec)
+            created = SDKSandbox.create(snapshot_id=snapshot_id, connection_config=connection, **kwargs)
+            remote = await guarded(created, kill_quietly)
+        except SandboxException as exc:
+            await delete(snapshot_id)
+            raise self._create_error(f"snapshot {snapshot_id}", exc) from exc
+        except BaseException:
+            await delete(snapshot_id)
+            raise
+        fork = OpenSandboxSandbox(remote, spec, self.config.python, deny_egress=self._deny_egress)
+        fork.snapshot_id, fork.connection = snapshot_id, connection
+        await fork.boot(self._ready(fork, copied=True))  # a failed boot closes it, which deletes the snapshot
+        return fork
+
+    async def _snapshot(self, sandbox: OpenSandboxSandbox, connection: ConnectionConfig) -> str:
+        """Snapshot ``sandbox`` and wait until the snapshot can be restored; its id."""
+        name = f"{SNAPSHOT_PREFIX}.{lbl.current_run_id()}.{time.time():.0f}"
+        try:
+            info = await sandbox.remote.create_snapshot(name=name)
+        except SandboxApiException as exc:
+            if exc.status_code == 501 or "UNSUPPORTED_RUNTIME" in str(exc) or "NOT_IMPLEMENTED" in str(exc):
+                raise ForkNotSupportedError(
+                    f"the OpenSandbox server at {self.config.domain} cannot snapshot sandboxes on its runtime, which "
+                    f"a fork needs ({exc}); use a runtime with snapshots (e.g. its Docker runtime) or start anew"
+                ) from exc
+            raise SandboxError(f"opensandbox could not snapshot sandbox {sandbox.id} for a fork: {exc}") from exc
+        except SandboxException as exc:
+            raise _died(sandbox.id, exc) from exc
+        deadline = time.monotonic() + self.config.ready_timeout_s
+        manager = await SandboxManager.create(connection)
+        try:
+            while True:
+                state = info.status.state
+                if state == "Ready":
+                    return info.id
+                if state not in ("Creating", "Pending"):
+                    await _delete_snapshot(connection, info.id)
+                    raise SandboxError(
+                        f"the snapshot of opensandbox sandbox {sandbox.id} failed ({state}: {info.status.message})"
+                    )
+                if time.monotonic() > deadline:
+                    await _delete_snapshot(connection, info.id)
+                    raise SandboxError(f"the snapshot of {sandbox.id} was not ready in {self.config.ready_timeout_s}s")
+                await asyncio.sleep(0.02)
+                info = await manager.get_snapshot(info.id)
+        except SandboxException as exc:
+            await _delete_snapshot(connection, info.id)
+            raise SandboxError(f"opensandbox lost the snapshot of sandbox {sandbox.id}: {exc}") from exc
+        finally:
+            with contextlib.suppress(Exception):
+                await manager.close()
+
+    async def _ready(self, sandbox: OpenSandboxSandbox, *, copied: bool = False) -> None:
+        """``copied``: a fork, whose file system holds the source's runner daemon directory (stale: cleared)."""
         try:
             await self._wait_ready(sandbox.remote)
+            if copied:
+                await sandbox.remote.commands.run(f"rm -rf {REQUEST_DIR}")
         except SandboxException as exc:
             raise SandboxError(f"opensandbox sandbox {sandbox.id} never became ready: {exc}") from exc
         if not await sandbox.channel.start_daemon():
@@ -366,8 +484,43 @@ class OpenSandboxProvider:
                     if exc.status_code != 404:
                         raise
                 removed.append(sandbox_id)
+            if not labels:  # snapshots have a name, no labels: a label filter never selects them
+                removed += await self._cleanup_snapshots(manager, run_id, older_than_s)
         finally:
             await manager.close()
+        return removed
+
+    async def _cleanup_snapshots(self, manager: Any, run_id: str | None, older_than_s: float | None) -> list[str]:
+        """Delete the forks' snapshots of ``run_id`` (None: any) older than ``older_than_s`` that no sandbox uses."""
+        doomed, page = [], 1
+        while True:
+            try:
+                found = await manager.list_snapshots(SnapshotFilter(page_size=100, page=page))
+            except SandboxApiException as exc:  # a server without snapshots has none of ours either
+                log.debug("opensandbox: no snapshots listed (%s)", exc)
+                return []
+            for info in found.snapshot_infos:
+                parts = (info.name or "").removeprefix(SNAPSHOT_PREFIX + ".").rsplit(".", 1)
+                if not (info.name or "").startswith(SNAPSHOT_PREFIX + ".") or len(parts) != 2:
+                    continue
+                if run_id is not None and parts[0] != run_id:
+                    continue
+                if older_than_s is not None and time.time() - float(parts[1] or 0) < older_than_s:
+                    continue
+                doomed.append(info.id)
+            if not found.snapshot_infos or not found.pagination.has_next_page:
+                break
+            page += 1
+        removed = []
+        for snapshot_id in doomed:
+            try:
+                await manager.delete_snapshot(snapshot_id)
+            except SandboxApiException as exc:
+                if exc.status_code not in (404, 409):  # 409: a fork still runs from it
+                    raise
+                if exc.status_code == 409:
+                    continue
+            removed.append(snapshot_id)
         return removed
 
 

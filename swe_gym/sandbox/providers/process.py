@@ -5,6 +5,12 @@ Shared by `local` and `apptainer`: each sandbox has a home directory on the host
 there) and optionally a cgroup that holds every process it starts, so limits
 apply and close can kill the whole tree. ``cleanup_homes`` finds leftovers of
 crashed owners by those files.
+
+Forks of such sandboxes copy directories of the source's home into the fork's
+(`ProcessSandbox.copy_out`): ``cp -a --reflink=auto``, so a file system with
+reflinks (btrfs, XFS, ...) shares the blocks copy-on-write and any other gets a
+plain copy, with owners, modes, times, hard links, extended attributes and
+special files kept (overlay whiteouts included).
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ import os
 import shutil
 import sys
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from swe_gym.errors import SandboxError
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RunnerSandbox
 from swe_gym.sandbox.channel import RunnerChannel
@@ -92,6 +100,27 @@ class ProcessSandbox(RunnerSandbox):
         assert self._proc.stdout is not None and self._proc.stdin is not None
         self.attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe, self._exited))
 
+    async def copy_out(self, copies: Sequence[tuple[Sequence[Path], Path]]) -> None:
+        """For a fork: copy each group of directories (of this sandbox's home) into its target directory.
+
+        Each (sources, target) puts ``target / source.name`` for each source (a missing one: empty). Done
+        between two commands (`quiet`) and with every process of the sandbox frozen where its cgroup has a
+        freezer, so a daemon it left running cannot tear the copy.
+        """
+        async with self.quiet():
+            cgroup = self._cgroup
+            frozen = cgroup is not None and await offload(cgroup.freeze)
+            try:
+                for sources, target in copies:
+                    target.mkdir(parents=True, exist_ok=True)
+                    for missing in [source for source in sources if not source.is_dir()]:
+                        (target / missing.name).mkdir()
+                    await copy_tree([source for source in sources if source.is_dir()], target)
+            finally:
+                if frozen:
+                    assert cgroup is not None
+                    cgroup.thaw()  # inline: a cancelled fork must not leave the source frozen
+
     def _exited(self) -> bool:
         """The runner process is gone or a zombie: read from /proc, since asyncio reaps it only later."""
         proc = self._proc
@@ -123,6 +152,29 @@ class ProcessSandbox(RunnerSandbox):
                     "%s sandbox %s: runner did not go away within %ss", self.provider_name, self.id, EXIT_WAIT_S
                 )
         await offload(remove_home, self.home, self._cgroup)
+
+
+async def copy_tree(sources: Sequence[Path | str], target: Path | str, *, into: bool = False) -> None:
+    """Copy each directory of ``sources`` into the directory ``target`` (one ``cp``; see the module docstring).
+
+    ``into``: one source, whose contents (not itself) are copied into ``target``.
+    """
+    if not sources:
+        return
+    paths = [f"{sources[0]}/.", str(target)] if into else [*map(str, sources), f"{target}/"]
+    proc = await asyncio.create_subprocess_exec(
+        "cp", "-a", "--reflink=auto", "--", *paths,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        _, err = await proc.communicate()
+    except BaseException:  # cancelled: no copy keeps running behind our back
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        raise
+    if proc.returncode:
+        raise SandboxError(f"copying {', '.join(map(str, sources))} failed: {err.decode(errors='replace')[-400:]}")
 
 
 def remove_home(home: Path, cgroup: Cgroup | None) -> None:

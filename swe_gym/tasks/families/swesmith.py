@@ -48,7 +48,8 @@ DOCKER_ORG = "jyangballin"
 WORKDIR = "/testbed"
 #: Subject of the commit by which swesmith's ``gather`` hides the FAIL_TO_PASS test files.
 TESTS_REMOVED_SUBJECT = "Remove F2P Tests"
-#: The test command of swesmith's ``PythonProfile``, used when the package is not installed.
+#: The test command of swesmith's ``PythonProfile``, used when the package is not installed (the tests
+#: check it against the installed package's).
 PYTHON_TEST_CMD = (
     "source /opt/miniconda3/bin/activate; conda activate testbed; "
     "pytest --disable-warnings --color=no --tb=no --verbose"

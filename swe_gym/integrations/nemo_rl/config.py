@@ -1,0 +1,64 @@
+"""`SWEGymEnvConfig`: the ``env.<name>`` section of a NeMo RL YAML, and how a dict becomes one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError
+
+from swe_gym.envs.actions import ActionFormat
+from swe_gym.envs.options import EnvOptions, TaskSelection
+from swe_gym.errors import ConfigError, validation_problems
+
+
+class SWEGymEnvConfig(EnvOptions, TaskSelection):
+    """The ``env.<name>`` section of a NeMo RL YAML: what `SWEGymEnvironment` takes.
+
+    The episode options and the task selection are `swe_gym.envs.options`' (the same names, defaults
+    and meaning as for ``swe_gym.SWEEnv``); the rest is how NeMo RL's turns map onto episodes.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str | dict[str, Any] = Field(default="local", description="a provider name or {type: ..., ...} config")
+    action_format: ActionFormat = "bash_block"
+    action_tag: str = Field(default="bash", pattern=r"^[A-Za-z][\w.-]*$")
+    stop_strings: list[str] | None = Field(
+        default=None, description="next_stop_strings for every turn; None: '</TAG>' for the tag format, else none"
+    )
+    observation_role: Literal["environment", "user", "tool"] = "environment"
+    turn_timeout_s: float = Field(
+        default=3600.0, gt=0, description="a turn (start, command, grading) past this is masked"
+    )
+    idle_timeout_s: float = Field(default=3600.0, gt=0, description="live episodes not stepped this long are closed")
+    max_live_episodes: int = Field(default=4096, ge=1)
+    max_remembered: int = Field(default=100_000, ge=1, description="ended episodes remembered for late metadata")
+    masked_reward: Literal["task_mean", "zero"] = Field(
+        default="task_mean",
+        description="reward of a masked sample: the mean of the task's unmasked episodes (harmless where the "
+        "trainer keeps it), or 0.0; the rollout hook also sets it to its prompt group's mean and masks its loss",
+    )
+
+    def episode_options(self) -> EnvOptions:
+        return EnvOptions(**{name: getattr(self, name) for name in EnvOptions.model_fields})
+
+    def next_stop_strings(self) -> list[str] | None:
+        if self.stop_strings is not None:
+            return list(self.stop_strings)
+        return [f"</{self.action_tag}>"] if self.action_format == "tag" else None
+
+
+def as_config(cfg: SWEGymEnvConfig | Mapping[str, Any] | None) -> SWEGymEnvConfig:
+    """``cfg`` as a `SWEGymEnvConfig` (a dict, or NeMo RL's ``env.NAME.cfg:`` nesting of one); a one-line
+    `ConfigError` naming every invalid field otherwise."""
+    if isinstance(cfg, SWEGymEnvConfig):
+        return cfg
+    raw = dict(cfg or {})
+    if isinstance(raw.get("cfg"), Mapping) and len(raw) == 1:  # the `env.NAME.cfg:` nesting some NeMo RL YAMLs use
+        raw = dict(raw["cfg"])
+    try:
+        return SWEGymEnvConfig(**raw)
+    except ValidationError as exc:
+        problems = validation_problems(exc)
+        raise ConfigError(f"invalid swe_gym NeMo RL env config ({problems})") from None
