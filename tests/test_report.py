@@ -300,8 +300,10 @@ def test_old_and_malformed_inputs(tmp_path: Path) -> None:
 
     result = swe_gym("report", str(tmp_path / "not-json.jsonl"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.strip().splitlines()[-1].startswith(
-        f"error: {tmp_path / 'not-json.jsonl'}:1: not a trajectory record (not valid JSON (Expecting value"
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"error: {tmp_path / 'not-json.jsonl'}:1: not a trajectory record (not valid JSON (Expecting value")
     )
 
 
