@@ -26,6 +26,7 @@ and starts a new runner on the copy.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
@@ -218,12 +219,26 @@ class LocalProvider(HomeProvider):
         if not isinstance(sandbox, LocalSandbox):
             raise ForkNotSupportedError(f"the local provider cannot fork a {sandbox.provider_name} sandbox")
         sandbox_id, home = new_home(self.config.root, spec)
+        for name in WRITABLE:
+            (home / name).mkdir()
+        (home / "tmp").chmod(0o1777)
+        # The fork's runner starts while the files are copied in (it reads none of them before its first
+        # command), so a fork costs about the longer of the two, not their sum.
+        launch = asyncio.ensure_future(self._launch(sandbox_id, home, spec, sandbox.isolated))
+        copy = asyncio.ensure_future(
+            sandbox.copy_out([([sandbox.home / name], home / name) for name in WRITABLE], into=True)
+        )
         try:
-            await sandbox.copy_out([([sandbox.home / name for name in WRITABLE], home)])
+            await asyncio.gather(launch, copy)
         except BaseException:
+            for step in (launch, copy):
+                step.cancel()
+            results = await asyncio.gather(launch, copy, return_exceptions=True)
+            if isinstance(results[0], LocalSandbox):
+                await results[0].close()
             remove_home(home, None)
             raise
-        return await self._launch(sandbox_id, home, spec, sandbox.isolated)
+        return launch.result()
 
     async def _launch(self, sandbox_id: str, home: Path, spec: SandboxSpec, isolated: bool) -> LocalSandbox:
         """Start the runner on ``home``'s directories (made by `create`, or copied by `fork`)."""

@@ -100,10 +100,11 @@ class ProcessSandbox(RunnerSandbox):
         assert self._proc.stdout is not None and self._proc.stdin is not None
         self.attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe, self._exited))
 
-    async def copy_out(self, copies: Sequence[tuple[Sequence[Path], Path]]) -> None:
+    async def copy_out(self, copies: Sequence[tuple[Sequence[Path], Path]], *, into: bool = False) -> None:
         """For a fork: copy each group of directories (of this sandbox's home) into its target directory.
 
-        Each (sources, target) puts ``target / source.name`` for each source (a missing one: empty). Done
+        Each (sources, target) puts ``target / source.name`` for each source (a missing one: empty); with
+        ``into``, each group is one source whose contents go into the existing ``target`` (concurrently). Done
         between two commands (`quiet`) and with every process of the sandbox frozen where its cgroup has a
         freezer, so a daemon it left running cannot tear the copy.
         """
@@ -111,7 +112,11 @@ class ProcessSandbox(RunnerSandbox):
             cgroup = self._cgroup
             frozen = cgroup is not None and await offload(cgroup.freeze)
             try:
-                for sources, target in copies:
+                if into:
+                    await asyncio.gather(
+                        *(copy_tree([source], target, into=True) for (source,), target in copies if source.is_dir())
+                    )
+                for sources, target in [] if into else copies:
                     target.mkdir(parents=True, exist_ok=True)
                     for missing in [source for source in sources if not source.is_dir()]:
                         (target / missing.name).mkdir()
