@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -63,6 +63,7 @@ class EpisodeSettings:
     prestart_grading: bool = True
     certificate: Certificate | None = None
     tools: tuple[str, ...] | None = None  # None: actions are bash strings only
+    shell: Literal["stateless", "persistent"] = "stateless"  # where bash actions run (grading never uses it)
 
 
 class Episode:
@@ -91,7 +92,11 @@ class Episode:
         self._reset_s = time.perf_counter() - started
         self._prestart_grader()
         prompt = task_prompt(
-            self.task, workdir=self.sandbox.workdir, step_timeout=settings.step_timeout, max_steps=settings.max_steps
+            self.task,
+            workdir=self.sandbox.workdir,
+            step_timeout=settings.step_timeout,
+            max_steps=settings.max_steps,
+            shell=settings.shell,
         )
         self.last_observation = to_observation(prompt, settings.max_observation_chars)
         return self.last_observation, self.reset_info()
@@ -114,6 +119,8 @@ class Episode:
         }
         if self.forked_from is not None:
             info.update(forked_from=self.forked_from, step=self.steps)
+        if settings.tools is not None:  # the tool calls it takes (a policy offers these, e.g. in tools=)
+            info["tools"] = list(settings.tools)
         if settings.certificate is not None:  # "flag": the task is kept, and says why it is not certified
             reason = settings.certificate.uncertified_reason(self.task.instance_id)
             if reason is not None:
@@ -213,7 +220,7 @@ class Episode:
             info.update(exit_code=0, timed_out=False, output_truncated=False, duration_s=0.0)
             return await self._finish("", info, terminated=True)
         try:
-            result = await self.sandbox.exec(command, timeout=self.settings.step_timeout)
+            result = await self.sandbox.exec(command, timeout=self.settings.step_timeout, shell=self.settings.shell)
         except SandboxDiedError as exc:
             info.update(exit_code=-1, timed_out=False, output_truncated=False, duration_s=0.0)
             if getattr(exc, "during_call", False):  # the agent's own command broke it: a verdict, not a mask
@@ -353,6 +360,7 @@ def make_settings(provider: ProviderLike, options: EnvOptions) -> EpisodeSetting
         prestart_grading=options.prestart_grading,
         certificate=load_certificate(options.certificate) if options.certificate is not None else None,
         tools=tuple(options.tools) if options.tools is not None else None,
+        shell=options.shell,
         pool=SandboxPool(resolved, options.pool_size) if options.pool_size else None,
         scrub_history=options.scrub_history,
     )

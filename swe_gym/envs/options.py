@@ -58,6 +58,11 @@ class EnvOptions(BaseModel):
         default=None,
         description="accept tool calls as actions (swe_gym.tools); plain bash strings keep working either way",
     )
+    shell: Literal["stateless", "persistent"] = Field(
+        default="stateless",
+        description="where bash actions run: a fresh bash -c each (stateless) or one bash per episode in which "
+        "cd, export and activated virtualenvs persist (persistent)",
+    )
     certificate: Path | None = Field(default=None, description="a fidelity certificate from swe-gym validate")
     uncertified: Literal["skip", "flag"] = Field(
         default="flag", description="tasks the certificate does not certify: left out (skip) or kept and flagged"

@@ -23,13 +23,18 @@ def is_submission(output: str, exit_code: int | None) -> bool:
     return exit_code == 0 and output.lstrip().split("\n", 1)[0].strip() == SUBMIT_MARKER
 
 
-def task_prompt(task: SWETask, *, workdir: str, step_timeout: float, max_steps: int) -> str:
+def task_prompt(task: SWETask, *, workdir: str, step_timeout: float, max_steps: int, shell: str = "stateless") -> str:
+    where = (
+        f"run in one bash session that starts in\n  {workdir} (cd, export and activated virtualenvs carry over)"
+        if shell == "persistent"
+        else f"run in a fresh shell in {workdir}"
+    )
     return (
         f"You are in a sandbox holding the repository {task.repo} at {workdir}.\n"
         "Resolve the issue below by changing the repository's source code.\n\n"
         f"<issue>\n{task.problem_statement.strip()}\n</issue>\n\n"
         "How to act:\n"
-        f"- Each action is one bash command, run in a fresh shell in {workdir}; its combined\n"
+        f"- Each action is one bash command, {where}; its combined\n"
         "  stdout and stderr is your next observation. Chain commands with && or ;.\n"
         f"- A command is killed after {step_timeout:g}s; processes it leaves in the background\n"
         "  are stopped when it returns. Nothing reads stdin, so use non-interactive tools\n"

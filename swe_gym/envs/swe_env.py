@@ -69,6 +69,9 @@ class SWEEnv(gym.Env[str, str]):
         prestart_grading: start the grading sandbox as the episode starts (default ``True``), so the last
             step pays only the patch's apply and the tests; ``False`` starts it at the last step (one
             sandbox per episode instead of two while the agent acts).
+        shell: ``"stateless"`` (default): each bash action in a fresh ``bash -c``; ``"persistent"``: one bash
+            per episode in which ``cd``, ``export`` and activated virtualenvs persist (same timeout, output
+            and stdin rules; an action that ends the shell gets a new one, and the observation says so).
         certificate, uncertified: a fidelity certificate file (``swe-gym validate``) and what to do with the
             tasks it does not certify (failed, or absent): ``"skip"`` leaves them out of ``tasks`` (an error if
             none is left), ``"flag"`` (default) keeps them and says why in reset's ``info["uncertified"]``.

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable
 from importlib.resources import files
 from pathlib import Path
+from typing import Literal
 
 from swe_gym.errors import ChannelTamperedError, SandboxDiedError, SandboxError
 from swe_gym.sandbox.channel import REPLY_GRACE_S, Channel
@@ -86,6 +87,9 @@ class RunnerSandbox(ABC):
     """
 
     provider_name: str = "runner"
+    #: Whether this sandbox's persistent shell should be running (its last command left it so); a fork copies
+    #: it, so the fork's first persistent command says the shell was not carried over.
+    shell_live: bool = False
 
     def __init__(self, sandbox_id: str, spec: SandboxSpec, workdir: str) -> None:
         self.id = sandbox_id
@@ -154,21 +158,26 @@ class RunnerSandbox(ABC):
         cwd: str | None = None,
         env: dict[str, str] | None = None,
         max_output_bytes: int | None = None,
+        shell: Literal["stateless", "persistent"] = "stateless",
     ) -> ExecResult:
+        """Run ``command``: by default in a fresh ``bash -c`` (in ``cwd``, default the workdir, with ``env`` added);
+        ``shell="persistent"``: in the sandbox's persistent shell, where ``cd`` and ``export`` carry over (see the
+        runner's `PersistentShell`; it takes no ``cwd`` or ``env``). Same timeout, output and stdin rules either way."""
         timeout = self.spec.exec_timeout_s if timeout is None else timeout
         payload = command if isinstance(command, bytes) else encode_text(command)
+        limit = max_output_bytes or self.spec.max_output_bytes
+        if shell == "persistent":
+            if cwd is not None or env:
+                raise ValueError("cwd and env are for stateless commands; in the persistent shell use cd and export")
+            header = {"op": "shell", "timeout": timeout, "cwd": self.workdir, "limit": limit, "expect": self.shell_live}
+        elif shell == "stateless":
+            header = {"op": "exec", "timeout": timeout, "cwd": cwd or self.workdir, "env": env or {}, "limit": limit}
+        else:
+            raise ValueError(f"shell must be 'stateless' or 'persistent', got {shell!r}")
         started = time.perf_counter()
-        reply, data = await self._call(
-            {
-                "op": "exec",
-                "timeout": timeout,
-                "cwd": cwd or self.workdir,
-                "env": env or {},
-                "limit": max_output_bytes or self.spec.max_output_bytes,
-            },
-            payload,
-            timeout=timeout + REPLY_GRACE_S,
-        )
+        reply, data = await self._call(header, payload, timeout=timeout + REPLY_GRACE_S)
+        if shell == "persistent":
+            self.shell_live = bool(reply.get("shell_alive"))
         dropped = int(reply["dropped"])
         return ExecResult(
             output=decode_output(data, int(reply["head_size"]), dropped),

@@ -41,7 +41,8 @@ class AsyncSandbox:
 
         Copied: whatever commands here can write (the repository, build output, installed packages,
         ``/tmp``; per provider, see the README's "Branching"). Not copied: processes (the fork starts with
-        only its runner; a server started here is not running there) and in-memory mounts. The copy is
+        only its runner; a server started here is not running there, nor the persistent shell: the fork's
+        first ``shell="persistent"`` command starts a new one and says so) and in-memory mounts. The copy is
         taken between commands: a command running here is waited for. The fork has this sandbox's spec
         (image, limits, env, network), its labels plus ``labels`` and ``forked_from=<this id>``, its own
         id, runner channel and TTL (``ttl_s``, default this sandbox's, counted from now); close each on its
@@ -60,6 +61,8 @@ class AsyncSandbox:
                 "wrap it as AsyncSandbox(backend, provider) to fork it"
             )
         backend = await fork_backend(self.provider, self.backend, fork_spec(self.backend, labels, ttl_s))
+        if getattr(self.backend, "shell_live", False) and hasattr(backend, "shell_live"):
+            backend.shell_live = True  # its first persistent command says the shell was not carried over
         return AsyncSandbox(backend, self.provider)
 
     @property
@@ -79,6 +82,9 @@ class AsyncSandbox:
         return self.backend.spec
 
     async def exec(self, command: str | bytes, **options: Any) -> ExecResult:
+        """Run ``command`` (options: ``timeout``, ``cwd``, ``env``, ``max_output_bytes``, ``shell``): in a fresh
+        ``bash -c`` by default, or with ``shell="persistent"`` in the sandbox's one persistent bash, where ``cd``,
+        ``export`` and activated virtualenvs carry over between commands (README: "The persistent shell")."""
         return await self.backend.exec(command, **options)
 
     async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from swe_gym.sandbox.spec import ExecResult, ImageInfo, SandboxSpec, SandboxStatus
 
@@ -24,6 +24,7 @@ class SandboxBackend(Protocol):
         cwd: str | None = None,
         env: dict[str, str] | None = None,
         max_output_bytes: int | None = None,
+        shell: Literal["stateless", "persistent"] = "stateless",
     ) -> ExecResult: ...
 
     async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None: ...

@@ -12,14 +12,16 @@ killed on timeout or when the command returns.
 
 Wire format, both directions: ``MAC JSON-header`` on one line, then ``size`` raw
 bytes. The MAC is an HMAC-SHA256 under a per-sandbox key only the host and this
-process know (see `frame_mac`); every request carries a fresh random ``id`` that
+process know (see ``frame_mac``); every request carries a fresh random ``id`` that
 its reply echoes. Commands in the sandbox (the agent, graded code) cannot forge a
 reply: the runner makes itself non-dumpable before anything runs, so even a
 same-uid root without CAP_SYS_PTRACE cannot open ``/proc/<runner>/fd/*``, ``mem``
 or ``environ``, and anything they slip into a reply stream fails the host's check.
 The host is the only client, one request at a time. Keep this file compatible
 with Python 3.6 (old task images) and free of imports outside the stdlib; every
-module is imported here, at start, before any command could replace its file.
+module is imported here, at start, before any command could replace its file. Apptainer hands this
+source over as a shell would read it between double quotes, so it must hold no dollar sign, no backtick
+and no backslash before a backslash, a double quote or a line end (``chr`` builds those where needed).
 """
 
 import base64
@@ -65,6 +67,10 @@ class BadFrame(ValueError):
     """A frame that is malformed or whose MAC does not verify."""
 
 
+#: The variable holding the base64 JSON of variables passed encoded (see ``_decode_environment``).
+ENCODED_ENV = "SWE_GYM_ENV_B64"
+
+
 def frame_mac(key, tag, request_id, line, payload):
     """HMAC-SHA256 (hex) over direction tag, request id, header line and payload."""
     mac = hmac.new(key, tag + b"\n" + request_id.encode("utf-8") + b"\n" + line + b"\n", hashlib.sha256)
@@ -79,7 +85,7 @@ def encode_frame(key, tag, header, payload=b""):
 
 
 def split_line(line):
-    """(mac, header, raw header bytes) of a frame's first line (without its newline); `BadFrame` if malformed."""
+    """(mac, header, raw header bytes) of a frame's first line (without its newline); ``BadFrame`` if malformed."""
     mac, _, raw = line.partition(b" ")
     try:
         header = json.loads(raw.decode("utf-8"))
@@ -93,14 +99,14 @@ def split_line(line):
 
 
 def check_mac(key, tag, mac, header, raw, payload):
-    """`BadFrame` unless ``mac`` is the frame's true MAC."""
+    """``BadFrame`` unless ``mac`` is the frame's true MAC."""
     expected = frame_mac(key, tag, header["id"], raw, payload).encode("ascii")
     if not hmac.compare_digest(expected, mac):
         raise BadFrame("frame MAC does not verify")
 
 
 def decode_frame(key, tag, data):
-    """(header, payload) of one whole frame in ``data``, verified; `BadFrame` otherwise (trailing bytes too)."""
+    """(header, payload) of one whole frame in ``data``, verified; ``BadFrame`` otherwise (trailing bytes too)."""
     line, newline, rest = data.partition(b"\n")
     mac, header, raw = split_line(line)
     if not newline or len(rest) != header["size"]:
@@ -164,7 +170,7 @@ class FrameIO(object):
         self.verifier = None
 
     def absorb(self):
-        """Read what is there (select said readable); `EOFError` when the host closed the channel."""
+        """Read what is there (select said readable); ``EOFError`` when the host closed the channel."""
         chunk = os.read(self.rfd, _READ_CHUNK * 4)
         if not chunk:
             raise EOFError("host closed the channel")
@@ -295,11 +301,29 @@ def _spawn(command, cwd, env):
             os.close(fd)
 
 
+def _wait(watched, timeout, wake_fd, host, host_gone):
+    """The fds of ``watched`` that are readable within ``timeout`` s, the SIGCHLD wake-up pipe drained and the
+    host's channel read; when the host closed it: ``host_gone()``, then ``EOFError`` (the sandbox goes with it)."""
+    ready, _, _ = select.select(watched, [], [], max(0.0, timeout))
+    if wake_fd in ready:
+        try:
+            os.read(wake_fd, 4096)
+        except OSError:
+            pass
+    if host is not None and host.rfd in ready:
+        try:
+            host.absorb()
+        except EOFError:
+            host_gone()
+            raise
+    return ready
+
+
 def run_command(req, command, reaper, wake_fd, host):
     """Run one command; return (header, payload) of the reply.
 
-    ``host`` (a `FrameIO`, or None) is watched meanwhile: when the host's end of the channel
-    closes (its process was killed), the command's group is killed and `EOFError` raised,
+    ``host`` (a ``FrameIO``, or None) is watched meanwhile: when the host's end of the channel
+    closes (its process was killed), the command's group is killed and ``EOFError`` raised,
     so the sandbox goes with its owner instead of at the step's end.
     """
     limit = int(req.get("limit", 1 << 20))
@@ -345,18 +369,7 @@ def run_command(req, command, reaper, wake_fd, host):
         if ended_at is not None and (out_fd not in watched or now >= ended_at + _DRAIN_AFTER_EXIT_S):
             break
         wait = deadline - now if ended_at is None else ended_at + _DRAIN_AFTER_EXIT_S - now
-        ready, _, _ = select.select(watched, [], [], max(0.0, wait))
-        if wake_fd in ready:
-            try:
-                os.read(wake_fd, 4096)
-            except OSError:
-                pass
-        if host is not None and host.rfd in ready:
-            try:
-                host.absorb()
-            except EOFError:
-                _kill_group(proc.pid, reaper)
-                raise
+        ready = _wait(watched, wait, wake_fd, host, lambda: _kill_group(proc.pid, reaper))
         if out_fd in ready:
             chunk = os.read(out_fd, _READ_CHUNK)
             if chunk:
@@ -379,6 +392,311 @@ def run_command(req, command, reaper, wake_fd, host):
     return header, bytes(capture.head) + bytes(capture.tail)
 
 
+#: The persistent shell's own descriptors sit at or above this number, out of the way of the agent's
+#: (``exec 3>file``) and of bash's (10 up, for saved redirections; 255, its script).
+_SHELL_FD_BASE = 200
+_BASH = "/bin/bash"
+
+
+def _high_fd(fd):
+    """``fd`` moved to a number at or above ``_SHELL_FD_BASE``, or left where it is under a lower fd limit."""
+    try:
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD, _SHELL_FD_BASE)
+    except OSError:
+        return fd
+    os.close(fd)
+    return moved
+
+
+def _group_members(pgid, keep):
+    """The live processes of process group ``pgid`` other than ``keep`` (from /proc)."""
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == keep:
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            if fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid:
+                found.append(int(name))
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+    return found
+
+
+def _sweep(pgid, keep, reaper):
+    """SIGKILL what a command left in the shell's process group (background jobs), sparing the shell ``keep``.
+
+    The whole group, the idle shell included, is stopped first, so nothing in it can fork meanwhile.
+    """
+    if not _group_members(pgid, keep):
+        return
+    try:
+        os.killpg(pgid, signal.SIGSTOP)
+    except OSError:
+        pass
+    try:
+        for _ in range(200):
+            members = _group_members(pgid, keep)
+            if not members:
+                return
+            for pid in members:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            reaper.reap()
+    finally:
+        try:
+            os.kill(keep, signal.SIGCONT)
+        except OSError:
+            pass
+
+
+def _drain(fd, capture, wait):
+    """Feed what ``fd`` holds to ``capture``: until EOF or ``wait`` seconds pass (0: what is there now)."""
+    until = time.time() + wait
+    while True:
+        ready, _, _ = select.select([fd], [], [], max(0.0, until - time.time()))
+        if not ready:
+            return
+        chunk = os.read(fd, _READ_CHUNK)
+        if not chunk:
+            return
+        capture.feed(chunk)
+
+
+class PersistentShell(object):
+    """The ``shell`` op: commands run one after another in one bash, started on first use, so ``cd``,
+    ``export``, functions and activated virtualenvs carry over from one command to the next.
+
+    Each command keeps the guarantees of ``exec``: stdin at EOF, stdout and stderr merged into the same
+    capped capture, the environment ``exec`` gets (pagers off), and the processes it leaves in the shell's
+    process group (background jobs) killed when it ends. The command is written to a file that the shell
+    sources, its redirections re-made for every command (so an ``exec >log`` lasts one command), then
+    the shell writes a fresh random nonce and the exit status to a status pipe of its own. The end of a
+    command is that line with its own nonce, on a pipe the command's output never goes to (its stdout and
+    stderr are another pipe, and it runs with the status pipe closed): nothing it prints can end it early,
+    and a stray status line (of an earlier command) names another nonce and is ignored.
+
+    On timeout the shell is killed with the command's whole process group (its state may be mid-command);
+    a command that ends the shell (``exit``, ``exec``, a signal) ends with it. Either way the reply says
+    so, and the next command gets a new shell whose first output line says why.
+    """
+
+    def __init__(self):
+        self.proc = None
+        self.lost = None  # why the last shell ended, for the next one's first line
+        self.home = None  # the private directory holding the command file
+
+    def alive(self, reaper):
+        if self.proc is None:
+            return False
+        reaper.reap()
+        if self.proc.pid in reaper.statuses:  # it ended between two commands
+            code = self.proc.returncode = reaper.statuses.pop(self.proc.pid)
+            self.close(reaper)
+            self.lost = "the previous one ended with exit code %d" % code
+            return False
+        return True
+
+    def _start(self, cwd, capture):
+        if not os.path.isdir(cwd):
+            capture.feed(("[swe_gym: working directory %s is gone; the shell starts in /]\n" % cwd).encode())
+            cwd = "/"
+        ctl_r, ctl_w = os.pipe()
+        status_r, status_w = os.pipe()
+        out_r, out_w = os.pipe()
+        eof_r, eof_w = os.pipe()
+        os.close(eof_w)
+        status_w, out_w, eof_r = _high_fd(status_w), _high_fd(out_w), _high_fd(eof_r)
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+        except OSError:  # no /dev/null: the shell's own messages (outside commands) go to the capture
+            null = os.dup(out_w)
+        try:
+            proc = subprocess.Popen(
+                [_BASH, "-s"],
+                stdin=ctl_r,
+                stdout=null,
+                stderr=null,
+                cwd=cwd,
+                env=dict(os.environ),
+                start_new_session=True,
+                pass_fds=(status_w, out_w, eof_r),
+            )
+        except OSError:
+            for fd in (ctl_r, ctl_w, status_r, out_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (status_w, out_w, eof_r, null):
+                os.close(fd)
+        # We keep the read end of its script pipe too: writing to a shell that died never raises SIGPIPE.
+        self.proc, self.ctl, self.ctl_keep, self.status, self.out = proc, ctl_w, ctl_r, status_r, out_r
+        # Sourced with stdin at EOF, output to the capture and none of our descriptors; then the status line;
+        # then its background jobs (which we kill) are forgotten, so no "Killed" notice lands in the next output.
+        redirect = "<&%d >&%d 2>&1 %d>&- %d>&- %d<&-" % (eof_r, out_w, status_w, out_w, eof_r)
+        status = '; builtin echo %s "' + chr(36) + '?" >&' + str(status_w)  # chr(36): see the module docstring
+        self.wrapper = "builtin . %s " + redirect + status + "; builtin disown -a\n"
+
+    def _script(self, command):
+        """The command in a fresh file of our private directory (made anew if a command removed it)."""
+        for _ in range(2):
+            if self.home is None or not os.path.isdir(self.home):
+                self.home = self._make_home()
+            path = os.path.join(self.home, "command")
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            except OSError:
+                self.home = None
+                continue
+            try:
+                view = memoryview(command)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            return path
+        raise OSError("cannot write the command file in %s" % self.home)
+
+    @staticmethod
+    def _make_home():
+        name = "swe_gym-shell-%s" % binascii.hexlify(os.urandom(6)).decode()
+        for base in (os.environ.get("TMPDIR"), "/tmp", "/dev/shm", "/var/tmp", os.getcwd()):
+            if base:
+                try:
+                    os.mkdir(os.path.join(base, name), 0o700)
+                    return os.path.join(base, name)
+                except OSError:
+                    continue
+        raise OSError("no writable temporary directory for the command file")
+
+    def run(self, req, command, reaper, wake_fd, host):
+        """Run one command in the shell; (header, payload) of the reply, as ``run_command`` gives."""
+        if not os.path.exists(_BASH):
+            return {"ok": False, "error": "the persistent shell needs %s, which this sandbox lacks" % _BASH}, b""
+        capture = OutputCapture(int(req.get("limit", 1 << 20)))
+        start = time.time()
+        deadline = start + float(req.get("timeout", 60.0))
+        new = not self.alive(reaper)
+        try:
+            if new:
+                cwd = req.get("cwd") or os.getcwd()
+                reason = self.lost or ("the previous one is not running here any more" if req.get("expect") else None)
+                self.lost = None
+                if reason:
+                    capture.feed(
+                        (
+                            "[swe_gym: new shell (%s): back in %s with the initial environment; earlier cd, "
+                            "export and activated environments are gone]\n" % (reason, cwd)
+                        ).encode()
+                    )
+                self._start(cwd, capture)
+            path = self._script(command)
+        except OSError as exc:
+            capture.feed(("swe_gym runner: cannot start the command: %s\n" % exc).encode())
+            return self._reply(capture, 127, False, start, new), bytes(capture.head)
+        nonce = binascii.hexlify(os.urandom(16)).decode()
+        quoted = "'%s'" % path.replace("'", "'" + chr(92) + "''")  # chr(92): see the module docstring
+        os.write(self.ctl, (self.wrapper % (quoted, nonce)).encode())
+        pid = self.proc.pid
+        watched = [self.out, self.status, wake_fd] + ([host.rfd] if host is not None else [])
+        pending = b""
+        exit_code = ended = None
+        timed_out = False
+        while exit_code is None:
+            reaper.reap()
+            if pid in reaper.statuses:
+                ended = self.proc.returncode = reaper.statuses.pop(pid)
+                break
+            now = time.time()
+            if now >= deadline:
+                timed_out = True
+                break
+            ready = _wait(watched, deadline - now, wake_fd, host, lambda: self.close(reaper))
+            if self.out in ready:
+                chunk = os.read(self.out, _READ_CHUNK)
+                if chunk:
+                    capture.feed(chunk)
+                else:
+                    watched.remove(self.out)
+            if self.status in ready:
+                chunk = os.read(self.status, 4096)
+                if not chunk:  # the shell closed it: it exec'd another program (or is dying)
+                    watched.remove(self.status)
+                pending += chunk
+                lines = pending.split(b"\n")
+                pending = lines.pop()[-4096:]
+                for line in lines:
+                    mark, _, code = line.decode("ascii", "replace").partition(" ")
+                    if mark == nonce and code.strip().isdigit():
+                        exit_code = int(code)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        if exit_code is not None:
+            _sweep(pid, pid, reaper)
+            _drain(self.out, capture, 0.0)
+            return self._reply(capture, exit_code, False, start, new), bytes(capture.head) + bytes(capture.tail)
+        _kill_group(pid, reaper)  # the shell (unless it ended) and everything in its group
+        _drain(self.out, capture, _DRAIN_AFTER_EXIT_S)
+        self.close(reaper)
+        if timed_out:
+            self.lost = "the previous one was killed with its command when it timed out"
+            note, exit_code = "the shell was killed with the timed-out command", TIMEOUT_EXIT_CODE
+        else:
+            self.lost = "the previous one ended with exit code %d" % ended
+            note, exit_code = "the shell ended (exit code %d)" % ended, ended
+        ends_line = bytes(capture.tail[-1:] or capture.head[-1:]) in (b"", b"\n")
+        capture.feed(
+            ("%s[swe_gym: %s; the next command gets a new shell]\n" % ("" if ends_line else "\n", note)).encode()
+        )
+        return self._reply(capture, exit_code, timed_out, start, new), bytes(capture.head) + bytes(capture.tail)
+
+    def _reply(self, capture, exit_code, timed_out, start, new):
+        return {
+            "ok": True,
+            "exit_code": exit_code,
+            "timed_out": timed_out,
+            "head_size": len(capture.head),
+            "dropped": capture.dropped,
+            "duration": time.time() - start,
+            "shell_alive": self.proc is not None,
+            "new_shell": new,
+        }
+
+    def close(self, reaper):
+        """Kill the shell (and its process group) and forget it; idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.returncode is None:  # not reaped yet: its pid (the group's id) cannot be anyone else's
+            _kill_group(proc.pid, reaper)
+            proc.returncode = reaper.statuses.pop(proc.pid, -1)
+        for fd in (self.ctl, self.ctl_keep, self.status, self.out):
+            os.close(fd)
+
+    def remove_home(self):
+        if self.home is not None:
+            try:
+                for name in os.listdir(self.home):
+                    os.unlink(os.path.join(self.home, name))
+                os.rmdir(self.home)
+            except OSError:
+                pass
+            self.home = None
+
+
+#: The runner's one persistent shell (see ``PersistentShell``).
+SHELL = PersistentShell()
+
+
 def _untar(payload, dest):
     os.makedirs(dest, exist_ok=True)
     kwargs = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
@@ -392,6 +710,8 @@ def handle(req, payload, reaper, wake_fd, host=None):
         return {"ok": True, "pid": os.getpid(), "version": PROTOCOL_VERSION}, b""
     if op == "exec":
         return run_command(req, payload, reaper, wake_fd, host)
+    if op == "shell":
+        return SHELL.run(req, payload, reaper, wake_fd, host)
     if op == "write":
         path = req["path"]
         parent = os.path.dirname(path)
@@ -440,6 +760,12 @@ def _prepare():
     return Reaper(), wake_r
 
 
+def _end_shell(reaper):
+    """As the runner goes: its persistent shell (if any) and the shell's command directory go too."""
+    SHELL.close(reaper)
+    SHELL.remove_home()
+
+
 def _safe_handle(req, payload, reaper, wake_fd, host=None):
     try:
         return handle(req, payload, reaper, wake_fd, host)
@@ -473,6 +799,8 @@ def serve(ttl):
     except ValueError as exc:  # a BadFrame, say: only the host writes here, so never guess; stop
         sys.stderr.write("swe_gym runner: bad request on the channel (%s), exiting\n" % (exc,))
         return 2
+    finally:
+        _end_shell(reaper)
 
 
 def _reply_text(key, req, reply, out):
@@ -489,12 +817,15 @@ def _keyed_frame(data):
 
 def serve_one(data):
     """The one-shot mode, for providers whose transport is one command per call (no stdin):
-    ``data`` is the key line and one request frame; the reply goes to stdout (see `_reply_text`)."""
+    ``data`` is the key line and one request frame; the reply goes to stdout (see ``_reply_text``)."""
     key, frame = _keyed_frame(data)
     req, payload = decode_frame(key, REQUEST_TAG, frame)
     reaper, wake_r = _prepare()
-    sys.stdout.write(_reply_text(key, req, *_safe_handle(req, payload, reaper, wake_r)))
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(_reply_text(key, req, *_safe_handle(req, payload, reaper, wake_r)))
+        sys.stdout.flush()
+    finally:  # a shell cannot outlive this one-shot runner: the next call's gets a new one (and says so)
+        _end_shell(reaper)
     return 0
 
 
@@ -581,14 +912,26 @@ def serve_fifo(directory, key):
         except ValueError:  # BadFrame included: not the host's
             continue
         if req.get("op") == "exit":
+            _end_shell(reaper)
             return 0
         _write_reply(reply_to, _reply_text(key, req, *_safe_handle(req, payload, reaper, wake_r)))
+
+
+def _decode_environment():
+    """Variables a provider could not pass as they are (apptainer runs values through shell quoting) come
+    base64-encoded in one variable of a safe alphabet; they join the environment every command gets."""
+    encoded = os.environ.pop(ENCODED_ENV, "")
+    if encoded:
+        import base64
+
+        os.environ.update(json.loads(base64.b64decode(encoded).decode("utf-8", "surrogateescape")))
 
 
 def main(argv):
     # First of all: from now on no same-uid process without CAP_SYS_PTRACE can read our
     # memory, environment or file descriptors (where the key and the host's stream live).
     _prctl(_PR_SET_DUMPABLE, 0)
+    _decode_environment()
     flags = {argv[i]: argv[i + 1] for i in range(0, len(argv) - 1, 2)}
     if "--request" in flags:  # the key and the frame in a file, deleted once read
         with open(flags["--request"], "rb") as handle_:

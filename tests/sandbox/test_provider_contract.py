@@ -21,9 +21,11 @@ def test_output_merges_stdout_and_stderr_in_order(sandbox: Sandbox) -> None:
 
 
 def test_runs_in_workdir_with_spec_env(provider_name: str) -> None:
-    with make_sandbox(provider_name, env={"SWE_GYM_PROBE": "probe-value"}) as box:
+    tricky = 'a $HOME `echo run` $(id -u) back\\slash "quoted" ünï'  # no runtime may expand or run any of it
+    with make_sandbox(provider_name, env={"SWE_GYM_PROBE": "probe-value", "SWE_GYM_TRICKY": tricky}) as box:
         result = box.exec('pwd; echo "$SWE_GYM_PROBE"')
         assert result.output.split() == [box.workdir, "probe-value"]
+        assert box.exec('printf %s "$SWE_GYM_TRICKY"').output == tricky
 
 
 def test_timeout_kills_whole_process_group_and_sandbox_stays_usable(sandbox: Sandbox) -> None:
@@ -258,3 +260,95 @@ def test_fork_errors_say_what_is_missing() -> None:
             run_sync(orphan.fork())
         assert isinstance(ForkNotSupportedError("x"), NotImplementedError)
     assert asyncio.iscoroutinefunction(AsyncSandbox.fork)
+
+
+# -- the persistent shell (exec(..., shell="persistent")) ------------------------------------------------------------
+
+#: What `source venv/bin/activate` does, without needing a venv-capable Python in the image.
+ACTIVATE = 'VIRTUAL_ENV="$PWD/venv"; export VIRTUAL_ENV; PATH="$VIRTUAL_ENV/bin:$PATH"; deactivate() { :; }\n'
+NEW_SHELL = "[swe_gym: new shell ("
+
+
+def persistent(box: Sandbox, command: str, **options: object):
+    return box.exec(command, shell="persistent", **options)
+
+
+def test_persistent_shell_keeps_state_with_the_stateless_guarantees(sandbox: Sandbox) -> None:
+    sandbox.write_file("sub/venv/bin/activate", ACTIVATE)
+    first = persistent(sandbox, "cd sub && export SWE_GYM_X=kept && source venv/bin/activate; sleep 876.5 &")
+    assert first.output == "" and first.exit_code == 0
+    state = persistent(sandbox, 'pwd; echo "$SWE_GYM_X ${VIRTUAL_ENV#"$PWD"/}"; type -t deactivate; false')
+    assert state.output == f"{sandbox.workdir}/sub\nkept venv\nfunction\n" and state.exit_code == 1
+    assert sandbox.exec("pgrep -f 'sleep 87[6].5' || echo none").output.strip() == "none"  # its background job went
+    stdin = persistent(sandbox, 'cat; read -r line; echo "read-exit=$?"', timeout=30)
+    assert stdin.output == "read-exit=1\n" and not stdin.timed_out
+    pagers = persistent(
+        sandbox,
+        'echo "$PAGER $GIT_PAGER $MANPAGER"; git init -q r && cd r && git -c user.name=a -c user.email=a@b '
+        "commit -q --allow-empty -m one && git log --format=%s; git --no-pager log -1 --format=%s; cd ..",
+        timeout=30,
+    )
+    assert pagers.output == "cat cat cat\none\none\n" and not pagers.timed_out
+    # Lines shaped like the shell's status line (nonce, exit code) do not end the command: it runs on.
+    forged = persistent(sandbox, "for n in 0 1 2; do printf '%032x 0\\n' $n; echo $n 0 >&2; done; sleep 0.3; echo end")
+    assert forged.output.endswith("2 0\nend\n") and forged.exit_code == 0 and forged.duration_s > 0.3
+    capped = persistent(sandbox, "yes | head -c 10000000; echo END", max_output_bytes=1000, timeout=120)
+    assert capped.output_truncated and capped.dropped_bytes == 10_000_000 + len("END\n") - 1000
+    assert capped.output.startswith("y\ny\n") and capped.output.endswith("y\nEND\n")
+    assert persistent(sandbox, "exec >/dev/null; echo hidden").output == ""  # a redirection lasts one command
+    assert persistent(sandbox, "echo $SWE_GYM_X; pwd").output == f"kept\n{sandbox.workdir}/sub\n"
+    stateless = sandbox.exec('pwd; echo "[$SWE_GYM_X]"')  # the default is untouched by the shell's state
+    assert stateless.output == f"{sandbox.workdir}\n[]\n"
+    with pytest.raises(ValueError, match="cd and export"):
+        persistent(sandbox, "true", cwd="/")
+    with pytest.raises(ValueError, match="stateless"):
+        sandbox.exec("true", shell="interactive")
+
+
+def test_persistent_shell_timeout_kills_the_group_and_the_next_command_gets_a_new_shell(sandbox: Sandbox) -> None:
+    persistent(sandbox, "mkdir -p sub && cd sub")
+    command = "sleep 987.65 & (trap '' TERM; exec sleep 987.65) & trap '' TERM; echo started; sleep 987.65"
+    result = persistent(sandbox, command, timeout=1.5)
+    assert result.timed_out and result.exit_code == 124 and result.duration_s < 1.5 + 1.0
+    assert (
+        result.output
+        == "started\n[swe_gym: the shell was killed with the timed-out command; the next command gets a new shell]\n"
+    )
+    assert sandbox.exec("pgrep -f 'sleep 98[7].65' || echo none").output.strip() == "none"
+    after = persistent(sandbox, "pwd")
+    assert after.output.startswith(NEW_SHELL + "the previous one was killed with its command when it timed out)")
+    assert after.output.endswith(f"\n{sandbox.workdir}\n") and after.exit_code == 0
+
+
+@pytest.mark.parametrize(("command", "code"), [("cd ..; exit", 0), ("exec bash -c 'exit 3'", 3), ("kill -9 $$", 137)])
+def test_a_command_that_ends_the_persistent_shell_gets_a_new_one(provider_name: str, command: str, code: int) -> None:
+    with make_sandbox(provider_name) as box:
+        persistent(box, "mkdir -p sub && cd sub && echo one")
+        ended = persistent(box, command)
+        assert ended.exit_code == code and not ended.timed_out
+        assert ended.output == f"[swe_gym: the shell ended (exit code {code}); the next command gets a new shell]\n"
+        after = persistent(box, "pwd")
+        assert after.output == (
+            f"{NEW_SHELL}the previous one ended with exit code {code}): back in {box.workdir} with the initial "
+            f"environment; earlier cd, export and activated environments are gone]\n{box.workdir}\n"
+        )
+        assert persistent(box, "cd sub && pwd").output == f"{box.workdir}/sub\n"  # and it keeps state again
+
+
+def test_a_fork_starts_without_the_persistent_shell_and_says_so() -> None:
+    with make_sandbox("local") as source:
+        persistent(source, "mkdir -p sub && cd sub")
+        with source.fork() as fork:
+            first = persistent(fork, "pwd")
+            assert first.output.startswith(NEW_SHELL + "the previous one is not running here any more)")
+            assert first.output.endswith(f"\n{fork.workdir}\n")
+        assert persistent(source, "pwd").output == f"{source.workdir}/sub\n"
+
+
+def test_the_runner_source_survives_apptainers_environment_quoting() -> None:
+    """Apptainer hands the runner's source over as a shell reads text between double quotes: ``$...`` and
+    backticks would be expanded there, a backslash before a backslash, double quote or line end eaten."""
+    from swe_gym.sandbox.backend import runner_source
+
+    source = runner_source().replace("``", "")  # a pair is an empty command substitution: harmless
+    assert not [bad for bad in ("$", "`", "\\\\", '\\"', "\\\n") if bad in source]

@@ -20,6 +20,8 @@ with an open stdin.
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import shlex
@@ -35,6 +37,7 @@ from swe_gym.sandbox.protocol import SandboxBackend
 from swe_gym.sandbox.providers.cgroups import Cgroup
 from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home, remove_home
 from swe_gym.sandbox.providers.sif import SifCache, apptainer_binary, needs_no_privs
+from swe_gym.sandbox.runner import ENCODED_ENV
 from swe_gym.sandbox.spec import SandboxSpec
 from swe_gym.settings import settings
 
@@ -43,6 +46,8 @@ log = logging.getLogger(__name__)
 GROUP_PREFIX = "apt-"
 #: Apptainer passes host variables with this prefix into a ``--cleanenv`` container.
 ENV_PASS = "APPTAINERENV_"
+#: Characters apptainer's environment quoting would expand, run or drop in a passed value.
+_SHELL_QUOTED = frozenset('$`\\"')
 
 
 class ApptainerProviderConfig(BaseModel):
@@ -146,7 +151,14 @@ class ApptainerProvider(HomeProvider):
         """Start the container on ``home``'s overlay and scratch (made by `create`, or copied by `fork`)."""
         cgroup = Cgroup.create(f"{GROUP_PREFIX}{sandbox_id}", spec.resources)
         env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PASS)}
-        env.update({ENV_PASS + k: v for k, v in spec.command_env().items()})
+        plain, encoded = {}, {}
+        for key, value in spec.command_env().items():  # apptainer expands $, `...` and backslashes in values
+            (encoded if any(c in value for c in _SHELL_QUOTED) else plain)[key] = value
+        env.update({ENV_PASS + k: v for k, v in plain.items()})
+        if encoded:  # decoded by the runner at its start, byte for byte
+            env[ENV_PASS + ENCODED_ENV] = base64.b64encode(
+                json.dumps(encoded).encode("utf-8", "surrogateescape")
+            ).decode()
         env[ENV_PASS + RUNNER_ENV] = runner_source()
         sandbox = ApptainerSandbox(sandbox_id, spec, spec.workdir, home, cgroup)
         sandbox.sif, sandbox.writable = sif, self.config.writable
