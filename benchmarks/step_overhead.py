@@ -18,6 +18,15 @@ the previous episode's container removed) against the bare minimum a container c
 none IMAGE true`` through the CLI and ``client.containers.run(IMAGE, "true", remove=True, network_mode="none")``
 through the SDK. ``info["reset_s"]`` (the same reset without tearing down the previous container) is shown too.
 
+Persistent shell: ``SWEEnv.step("true")`` of an env made with ``shell="persistent"`` (the command sourced by the
+episode's one bash, which keeps ``cd``/``export`` between steps) beside the same step of the default env (a fresh
+``bash -c``), each env in its own container of the same image, interleaved the same way.
+
+Tool calls: in an env made with ``tools=["bash", "str_replace_editor", "submit"]``, ``SWEEnv.step`` of the same
+``true`` as a ``bash`` tool call (an OpenAI ``tool_calls`` entry, parsed and checked by the env) and of an editor
+``view`` of a 20-line file (a path probe and a file read through the runner), beside the plain ``step("true")`` of
+that env and of the default env (each env its own container of the same image), interleaved the same way.
+
 Why it is fair
 --------------
 * Same machine, same image, same process, and for steps (except mini-swe-agent, see above) the same container: the
@@ -67,6 +76,9 @@ RESET_WARMUP = 1
 RESET_SEED = 0
 ENV_STEP = "SWEEnv.step"
 ENV_RESET = "SWEEnv.reset"
+PERSISTENT_STEP = 'SWEEnv.step, shell="persistent"'
+TOOLS = ["bash", "str_replace_editor", "submit"]
+VIEW_FILE = "/tmp/swe_gym_bench_view.txt"
 MINI_INSTALL = "pip install mini-swe-agent"
 #: Label on the `docker run` baseline containers, so a run killed halfway can still remove them.
 BENCH_LABEL = "swe_gym.benchmark"
@@ -134,9 +146,9 @@ def measure_interleaved(methods: Sequence[Method], total: int, rounds: int = ROU
 # -- step methods --------------------------------------------------------------------------------------------------
 
 
-def env_step_call(env: gym.Env[str, str], durations_ms: list[float]) -> Call:
+def env_step_call(env: gym.Env[str, str], durations_ms: list[float], action: Any = "true") -> Call:
     def call() -> int:
-        _, _, terminated, truncated, info = env.step("true")
+        _, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             raise BenchmarkError("the episode ended during the step benchmark; raise max_steps")
         durations_ms.append(info["duration_s"] * 1000.0)
@@ -272,6 +284,67 @@ def reset_phase(env: gym.Env[str, str], client: docker.DockerClient, image: str,
     reset_s_ms.clear()
     measure_interleaved(methods, resets)
     return {"methods": methods, "notes": {"SWEEnv info['reset_s']": reset_s_ms}}
+
+
+def persistent_phase(env: gym.Env[str, str], image: str, steps: int) -> dict[str, Any]:
+    """``step("true")`` with ``shell="persistent"`` beside the default stateless step (``env``), own container each."""
+    persistent = gym.make(
+        "swe_gym/SWE-v0", provider="docker", image=image, shell="persistent", max_steps=steps + 10 * STEP_WARMUP
+    )
+    try:
+        env.reset(seed=RESET_SEED)
+        persistent.reset(seed=RESET_SEED)
+        stateless_ms: list[float] = []
+        persistent_ms: list[float] = []
+        methods = [
+            Method(ENV_STEP, env_step_call(env, stateless_ms)),
+            Method(PERSISTENT_STEP, env_step_call(persistent, persistent_ms)),
+        ]
+        warm_up(methods, STEP_WARMUP)
+        stateless_ms.clear()
+        persistent_ms.clear()
+        measure_interleaved(methods, steps)
+    finally:
+        persistent.close()
+    notes = {"SWEEnv info['duration_s']": stateless_ms, f"{PERSISTENT_STEP} info['duration_s']": persistent_ms}
+    return {"methods": methods, "notes": notes}
+
+
+def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
+    """An OpenAI ``tool_calls`` entry, as an LLM policy with native function calling passes it."""
+    return {"id": "bench", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def tool_phase(env: gym.Env[str, str], image: str, steps: int) -> dict[str, Any]:
+    """``true`` as a plain step, as a ``bash`` tool call, and an editor ``view``, in an env with ``tools``."""
+    tools = gym.make(
+        "swe_gym/SWE-v0", provider="docker", image=image, tools=TOOLS, max_steps=3 * (steps + 10 * STEP_WARMUP)
+    )
+    try:
+        env.reset(seed=RESET_SEED)
+        tools.reset(seed=RESET_SEED)
+        _, _, _, _, info = tools.step(f"seq -f 'line %g of a small file' 20 > {VIEW_FILE}")
+        if info["exit_code"] != 0:
+            raise BenchmarkError(f"could not write {VIEW_FILE} for the editor view")
+        samples: dict[str, list[float]] = {}
+        rows = [
+            (ENV_STEP, env, "true"),
+            (f"{ENV_STEP}, tools env, plain string", tools, "true"),
+            (f"{ENV_STEP}, bash tool call", tools, tool_call("bash", command="true")),
+            (
+                f"{ENV_STEP}, str_replace_editor view",
+                tools,
+                tool_call("str_replace_editor", command="view", path=VIEW_FILE),
+            ),
+        ]
+        methods = [Method(name, env_step_call(e, samples.setdefault(name, []), action)) for name, e, action in rows]
+        warm_up(methods, STEP_WARMUP)
+        for durations in samples.values():
+            durations.clear()
+        measure_interleaved(methods, steps)
+    finally:
+        tools.close()
+    return {"methods": methods, "notes": {f"{name} info['duration_s']": ms for name, ms in samples.items()}}
 
 
 # -- reporting -----------------------------------------------------------------------------------------------------
@@ -411,12 +484,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         phases["step"] = step_phase(env, client, args.image, args.steps)
         phases["reset"] = reset_phase(env, client, args.image, args.resets)
+        phases["persistent"] = persistent_phase(env, args.image, args.steps)
+        phases["tools"] = tool_phase(env, args.image, args.steps)
     finally:
         env.close()
         remove_baseline_containers(client)
     for title, phase in (
         (f"Step overhead of `true` (ms per call; {ENV_STEP} is the baseline)", phases["step"]),
         (f"Reset vs bare container start (ms per call; {ENV_RESET} is the baseline)", phases["reset"]),
+        (
+            f"Persistent shell vs a fresh bash -c per step (ms per call; {ENV_STEP} is the baseline)",
+            phases["persistent"],
+        ),
+        (f"Tool calls vs a plain step of `true` (ms per call; {ENV_STEP} is the baseline)", phases["tools"]),
     ):
         print_table(title, phase["methods"], phase["notes"])
     leftover = count_leftovers(client)

@@ -44,7 +44,8 @@ def add_parser(commands: Any) -> None:
     add_model_flags(p.add_argument_group("tasks"), TaskSelection)
     add_model_flags(p.add_argument_group("episodes"), EnvOptions, exclude=["sandbox"])
     llm = p.add_argument_group("--policy llm (an OpenAI-compatible chat endpoint; key from OPENAI_API_KEY)")
-    add_model_flags(llm, LLMConfig, prefix="llm-", exclude=["api_key", "system_template", "instance_template"])
+    templates = ["system_template", "instance_template", "tool_system_template", "tool_instance_template"]
+    add_model_flags(llm, LLMConfig, prefix="llm-", exclude=["api_key", *templates])
     p.set_defaults(func=run)
 
 

@@ -13,13 +13,14 @@ POLICY_NAMES = ("random", "oracle", "llm")
 
 @runtime_checkable
 class Policy(Protocol):
-    """Maps observations to bash actions (or ``"submit"``) for `SWEEnv`."""
+    """Maps observations to bash actions (or ``"submit"``) for `SWEEnv`; for an env made with ``tools=``, an
+    action may be a tool call too (e.g. an OpenAI ``tool_calls`` entry, as `LLMPolicy` sends natively)."""
 
     def reset(self, observation: str, info: dict[str, Any]) -> None:
         """Start an episode from ``env.reset()``'s observation and info."""
         ...
 
-    def act(self, observation: str, info: dict[str, Any]) -> str:
+    def act(self, observation: str, info: dict[str, Any]) -> str | dict[str, Any]:
         """The next action, given the latest observation and info."""
         ...
 

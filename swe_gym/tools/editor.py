@@ -89,8 +89,9 @@ class Editor:
         kind, _, mode = result.output.strip().partition(" ")
         return kind, int(mode or "0", 8) if mode.isdigit() else 0o644
 
-    async def _read(self, path: str) -> tuple[bytes, int]:
-        kind, mode = await self._kind(path)
+    async def _read(self, path: str, probed: tuple[str, int] | None = None) -> tuple[bytes, int]:
+        """The file's bytes and mode (``probed``: `_kind`'s answer, when the caller already asked)."""
+        kind, mode = probed or await self._kind(path)
         if kind == "missing":
             raise EditorError(f"{path} does not exist")
         if kind != "file":
@@ -109,13 +110,13 @@ class Editor:
         return await getattr(self, f"_{command}")(path, arguments)
 
     async def _view(self, path: str, arguments: dict[str, Any]) -> str:
-        kind, _ = await self._kind(path)
+        kind, mode = await self._kind(path)
         if kind == "dir":
             listing = await self.sandbox.exec(
                 f"cd {shlex.quote(path)} && find . -maxdepth 2 -not -path '*/.*' | sort | head -n 2000", timeout=60
             )
             return f"The files and directories up to 2 levels deep in {path}, hidden ones left out:\n{listing.output}"
-        data, _ = await self._read(path)
+        data, _ = await self._read(path, (kind, mode))  # one probe per view
         if b"\0" in data[:8192]:
             raise EditorError(f"{path} is a binary file ({len(data)} bytes); view shows text files")
         first = 1

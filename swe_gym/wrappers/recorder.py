@@ -81,7 +81,7 @@ class TrajectoryRecorder(gym.Wrapper):
         observation, reward, terminated, truncated, info = self.env.step(action)
         episode = self._episode
         if episode is not None:
-            episode["actions"].append(action if isinstance(action, str) else repr(action))
+            episode["actions"].append(_recorded(action))
             episode["observations"].append(self._cap(observation))
             episode["rewards"].append(float(reward))
             episode["step_infos"].append({key: info.get(key) for key in STEP_INFO_KEYS})
@@ -138,3 +138,18 @@ def read_trajectories(path: str | Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{number}: not a trajectory record ({exc.msg})") from None
     return records
+
+
+def _recorded(action: Any) -> Any:
+    """An action as JSON holds it: text as is, a tool call (dict, or an SDK object) as its JSON object."""
+    if isinstance(action, str):
+        return action
+    if isinstance(action, bytes):
+        return action.decode("utf-8", "surrogateescape")
+    dump = getattr(action, "model_dump", None)
+    value = dump(mode="json") if callable(dump) else action
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(action)
+    return value

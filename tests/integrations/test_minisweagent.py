@@ -21,6 +21,7 @@ try:
         EpisodeResult,
         SandboxEnvironment,
         default_agent_config,
+        default_model_config,
         run_episode,
     )
 except ImportError:
@@ -31,7 +32,12 @@ except ImportError:
 from minisweagent.agents.default import DefaultAgent
 from minisweagent.environments import get_environment
 from minisweagent.exceptions import Submitted
-from minisweagent.models.test_models import DeterministicModel, make_output
+from minisweagent.models.test_models import (
+    DeterministicModel,
+    DeterministicToolcallModel,
+    make_output,
+    make_toolcall_output,
+)
 
 from swe_gym.policies.oracle import apply_patch_command
 
@@ -268,4 +274,106 @@ def test_swe_env_step_limit_stops_the_agent() -> None:
     assert result.exit_status == "Truncated" and result.truncated and not result.terminated
     assert result.steps == 2 and result.model_calls == 2
     assert result.reward == 1.0 and result.resolved  # SWEEnv grades on truncation by default
+    assert_no_leftover_sandboxes()
+
+
+# -- mini-swe-agent's tool calling (its v2 mini.yaml: one `bash` tool) -----------------------------------
+
+
+def toolcall_scripted(*turns: list[str]) -> DeterministicToolcallModel:
+    """mini-swe-agent's scripted tool-calling model: each turn is one assistant message calling ``bash``
+    once per command, in OpenAI's ``tool_calls`` format (what its `LitellmModel` gets from a server), its
+    observations rendered by mini.yaml's templates."""
+    outputs = []
+    for i, commands in enumerate(turns):
+        calls = [
+            {
+                "id": f"call_{i}_{j}",
+                "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+            }
+            for j, command in enumerate(commands)
+        ]
+        actions = [{"command": c, "tool_call_id": f"call_{i}_{j}"} for j, c in enumerate(commands)]
+        outputs.append(make_toolcall_output(f"THOUGHT: turn {i}", calls, actions))
+    return DeterministicToolcallModel(outputs=outputs, **default_model_config())  # mini.yaml's model templates
+
+
+@pytest.mark.parametrize("tools", [None, ["bash", "str_replace_editor", "submit"]], ids=["bash-env", "tools-env"])
+def test_tool_calling_agent_runs_an_episode_and_is_graded(tools: list[str] | None) -> None:
+    env = make_env(max_steps=6, tools=tools)
+    infos: list[dict[str, Any]] = []
+    real_step = env.step
+
+    def step(action: Any) -> Any:
+        result = real_step(action)
+        infos.append(result[4])
+        return result
+
+    env.step = step  # type: ignore[method-assign]  # see each step's info
+    try:
+        task = env.unwrapped.tasks[0]
+        model = toolcall_scripted([apply_patch_command(task.patch), "git status --short"], [SUBMIT_COMMAND])
+        result = run_episode(env, model=model, agent_config=agent_config())
+    finally:
+        env.close()
+    assert result.reward == 1.0 and result.resolved and result.terminated and result.exit_status == "Submitted"
+    assert result.steps == 3 and result.model_calls == 2  # two calls of one reply: two steps
+    roles = [m["role"] for m in result.messages]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "assistant", "exit"]
+    answers = result.messages[3:5]
+    assert [m["tool_call_id"] for m in answers] == ["call_0_0", "call_0_1"]
+    assert "textkit/normalize.py" in json.loads(answers[1]["content"])["output"]  # mini.yaml's JSON observation
+    if tools is None:  # a bash-only env: plain commands
+        assert all("tool_call_id" not in info for info in infos)
+    else:  # an env that takes tool calls: each step is the agent's bash call, its id in the step's info
+        assert [(i["tool"], i["tool_call_id"]) for i in infos] == [
+            ("bash", "call_0_0"),
+            ("bash", "call_0_1"),
+            ("bash", "call_1_0"),
+        ]
+    assert_no_leftover_sandboxes()
+
+
+def test_tool_calling_agent_on_a_sandbox_environment() -> None:
+    config, _ = provider_setup("local")
+    model = toolcall_scripted(["printf 'tool\\n' > t.txt", "cat t.txt"], [f"{SUBMIT_COMMAND} && cat t.txt"])
+    with SandboxEnvironment(provider=config) as env:
+        agent = DefaultAgent(model, env, **default_agent_config())
+        exit_info = agent.run("Write t.txt, then submit it.")
+    assert exit_info == {"exit_status": "Submitted", "submission": "tool\n"}
+    assert [m["role"] for m in agent.messages] == ["system", "user", "assistant", "tool", "tool", "assistant", "exit"]
+    assert agent.messages[4]["tool_call_id"] == "call_0_1" and '"output": "tool\\n"' in agent.messages[4]["content"]
+    assert_no_leftover_sandboxes()
+
+
+def test_mini_swe_agents_litellm_tool_calling_model_through_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mini.yaml's own model class (`LitellmModel`: litellm, ``tools=[bash]``) against the FAKE scripted
+    OpenAI server (real HTTP, OpenAI's wire format, the tool-call protocol checked), graded for real."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of litellm's price list
+    from minisweagent.models.litellm_model import LitellmModel
+
+    from tests.policies.fake_openai_tool_server import MODEL, Reply, call, fake_tool_server
+
+    env = make_env(max_steps=6, tools=["bash"])
+    try:
+        task = env.unwrapped.tasks[0]
+        script = [
+            Reply("Apply the fix.", [call("bash", None, command=apply_patch_command(task.patch))]),
+            Reply("Done.", [call("bash", None, command=SUBMIT_COMMAND)]),
+        ]
+        with fake_tool_server(script) as server:
+            model_config = default_model_config()
+            kwargs = {**model_config.get("model_kwargs", {}), "api_base": server.base_url, "api_key": "none"}
+            model = LitellmModel(
+                model_name=f"openai/{MODEL}", **{**model_config, "model_kwargs": kwargs}, cost_tracking="ignore_errors"
+            )
+            result = run_episode(env, model=model, agent_config=agent_config())
+    finally:
+        env.close()
+    assert result.reward == 1.0 and result.resolved and result.exit_status == "Submitted" and result.steps == 2
+    assert not server.violations and len(server.requests) == 2
+    assert [t["function"]["name"] for t in server.requests[0]["tools"]] == ["bash"]  # mini-swe-agent's own tool
+    answered = server.requests[1]["messages"][-1]
+    assert answered["role"] == "tool" and answered["tool_call_id"] == "call_1_0"
     assert_no_leftover_sandboxes()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,7 @@ from swe_gym.integrations.nemo_rl import (
 )
 from swe_gym.sandbox import current_run_id
 from swe_gym.tasks import load_tasks
+from swe_gym.tools import TOOL_NAMES, tool_schemas
 from tests.conftest import IN_CI, kill_from_outside, leftover_sandboxes, provider_setup
 
 if IN_CI:  # CI installs the nemo_rl extra: a missing torch there is a failure, not a skip
@@ -421,3 +423,129 @@ def test_rollout_hook_masks_rows_fixes_their_reward_and_closes_cut_episodes(env:
     assert env.live_episodes == [] and not leftover_sandboxes()["local"]
     untouched = {"message_log": [[]], "task_name": ["other"], "total_reward": torch.tensor([0.5])}
     assert post_process_rollout(untouched, {}, {"other": object()})[0] is untouched and "mask_sample" not in untouched
+
+
+# -- tool calls: OpenAI tool_calls in the message, Hermes <tool_call> in its text -----------------------
+
+
+def openai_call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    """An OpenAI ``tool_calls`` entry, as an OpenAI-compatible server's tool parser leaves it in the message."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def hermes(name: str, **arguments: Any) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def say_calls(conv: Conversation, content: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    conv.log.append({"role": "assistant", "content": content, "tool_calls": calls})
+    return list(conv.log)
+
+
+GLOB = next(i for i, t in enumerate(TASKS) if t.instance_id == "swe-gym__globmatch-1")  # a one-hunk gold patch
+
+
+def gold_hunk() -> tuple[str, str, str]:
+    lines = TASKS[GLOB].patch.splitlines()
+    path = next(line[len("+++ b/") :] for line in lines if line.startswith("+++ b/"))
+    body = lines[next(i for i, line in enumerate(lines) if line.startswith("@@")) + 1 :]
+    old = "\n".join(line[1:] for line in body if line[:1] in (" ", "-"))
+    new = "\n".join(line[1:] for line in body if line[:1] in (" ", "+"))
+    return path, old, new
+
+
+def test_openai_tool_calls_are_actions_and_results_are_tool_messages(env: SWEGymEnvironment) -> None:
+    path, old, new = gold_hunk()
+    conv = Conversation(TASKS[GLOB].instance_id)
+    assert env.tool_schemas() == tool_schemas(list(TOOL_NAMES))  # tool calls accepted: all tools by default
+    script = [
+        [openai_call("c1", "str_replace_editor", command="view", path=path)],
+        [openai_call("c2", "str_replace_editor", command="str_replace", path=path, old_str=old, new_str=new)],
+        [openai_call("c3", "submit")],
+    ]
+    outs = []
+    for calls in script:
+        out = env.step([say_calls(conv, "", calls)], [conv.meta])
+        conv.hear(out, 0)
+        outs.append(out)
+    first, edit, submit = (out.observations[0] for out in outs)
+    assert (
+        first["role"] == "tool" and first["tool_call_id"] == "c1" and set(first) == {"role", "tool_call_id", "content"}
+    )
+    assert "with line numbers" in untagged(first["content"], outs[0].metadata[0])
+    assert edit == {"role": "tool", "tool_call_id": "c2", "content": edit["content"]} and "Edited" in edit["content"]
+    assert submit["tool_call_id"] == "c3" and "RESOLVED" in submit["content"]
+    assert outs[2].rewards.tolist() == [1.0] and outs[2].terminateds.tolist() == [True]
+    assert outs[2].metadata[0]["resolved"] is True and path in outs[2].answers[0]
+    assert [out.metadata[0].get("step") for out in outs] == [1, 2, 3]
+    # A finished row whose observations are tool messages is still matched to its episode.
+    batch, metrics = env.global_post_process_and_metrics(nemo_batch([conv]))
+    assert metrics["swe_gym/num_episodes"] == 1 and metrics["swe_gym/resolved_rate"] == 1.0
+    assert batch["mask_sample"].tolist() == [False]
+    assert not leftover_sandboxes()["local"]
+
+
+def test_hermes_tool_calls_run_in_order_in_one_turn_and_bad_ones_are_answered(env: SWEGymEnvironment) -> None:
+    conv = Conversation(TASKS[0].instance_id)
+    calls = [hermes("bash", command="echo one > f.txt && echo one"), hermes("bash", command="cat f.txt; echo two")]
+    two = "I'll write and read.\n" + "\n".join(calls)
+    out = turn(env, [conv], [two])
+    message = out.observations[0]
+    assert message["role"] == "tool" and message["tool_call_ids"] == [None, None]  # Hermes calls carry no id
+    assert untagged(message["content"], out.metadata[0]) == (
+        "<tool_response>\none\n\n</tool_response>\n<tool_response>\none\ntwo\n\n</tool_response>"
+    )
+    assert out.metadata[0]["step"] == 1 and env._live[out.metadata[0]["episode_id"]].episode.steps == 2
+    # A well-formed call the env cannot run is answered by the env (a step); its id, when given, comes back.
+    unknown = '<tool_call>{"name": "grep", "arguments": {"pattern": "x"}, "id": "h1"}</tool_call>'
+    out = turn(env, [conv], [unknown])
+    assert out.observations[0] == {
+        "role": "tool",
+        "tool_call_id": "h1",
+        "content": out.observations[0]["content"],
+    }
+    assert "unknown tool 'grep'" in out.observations[0]["content"] and not out.metadata[0]["format_error"]
+    # Broken markup is a format error (no step), shown as the text format's errors are.
+    for broken, reason in [
+        ('<tool_call>{"name": </tool_call>', "not valid JSON"),
+        ('<tool_call>{"name": "bash", "arguments": {"command": "ls"}}', "not closed with </tool_call>"),
+    ]:
+        out = turn(env, [conv], [broken])
+        assert out.observations[0]["role"] == "environment" and reason in out.observations[0]["content"]
+        assert out.metadata[0]["format_error"] is True
+    out = turn(env, [conv], [bash("cat f.txt")])  # the bash block is still an action
+    assert out.observations[0] == {"role": "environment", "content": "one\n"}
+    out = turn(env, [conv], [hermes("submit")])
+    assert out.terminateds.tolist() == [True] and out.observations[0]["role"] == "tool"
+    assert "f.txt" in out.answers[0] and out.metadata[0]["resolved"] is False
+    assert env.live_episodes == [] and not leftover_sandboxes()["local"]
+
+
+def test_accept_actions_decides_what_a_turn_is_and_max_steps_counts_tool_turns() -> None:
+    text_only = make_env(accept_actions=["text"])
+    try:
+        assert text_only.tool_schemas() == [] and "<tool_call>" not in build_prompt(TASKS[0], text_only.config)
+        conv = Conversation(TASKS[0].instance_id)
+        out = text_only.step(
+            [say_calls(conv, bash("echo text wins"), [openai_call("c1", "bash", command="ls")])], [None]
+        )
+        assert out.observations[0]["role"] == "environment"  # NeMo RL's rollout keeps no tool_calls key anyway
+    finally:
+        text_only.shutdown()
+    tools_only = make_env(accept_actions=["hermes"], tools=["bash", "submit"], max_steps=2)
+    try:
+        prompt = build_prompt(TASKS[0], tools_only.config)
+        assert "think, then call a tool" in prompt and "(bash, submit)" in prompt and "```bash" not in prompt
+        assert [t["function"]["name"] for t in tools_only.tool_schemas()] == ["bash", "submit"]
+        conv = Conversation(TASKS[0].instance_id)
+        out = turn(tools_only, [conv], [bash("ls")])
+        assert "your reply calls no tool (write each call as <tool_call>" in out.observations[0]["content"]
+        out = turn(tools_only, [conv], [hermes("str_replace_editor", command="view", path=".")])
+        assert "unknown tool 'str_replace_editor'; this env's tools: bash, submit" in out.observations[0]["content"]
+        assert out.terminateds.tolist() == [True] and out.metadata[0]["truncated"] is True  # 2 turns: max_steps
+        assert out.observations[0]["role"] == "tool" and out.metadata[0]["masked"] is False
+    finally:
+        tools_only.shutdown()
+    assert not leftover_sandboxes()["local"]
+    with pytest.raises(ConfigError, match="accept_actions"):
+        SWEGymEnvironment({"accept_actions": []})

@@ -145,6 +145,11 @@ def gold(instance_id: str) -> str:
     return bash(f"git apply <<'EOF_GOLD'\n{TASKS[instance_id].patch}\nEOF_GOLD")
 
 
+def hermes(name: str, **arguments: Any) -> str:
+    """A reply calling a tool as a Qwen-style model writes it: Hermes ``<tool_call>`` text."""
+    return f"{MARKER} next call.\n<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>\n"
+
+
 #: plan name -> replies by turn (the last one repeats)
 def plan_replies(plan: str, instance_id: str) -> list[str]:
     return {
@@ -153,6 +158,10 @@ def plan_replies(plan: str, instance_id: str) -> list[str]:
         "probe_gold": [bash(PROBE_COMMAND), gold(instance_id), bash("submit")],
         "look": [bash("ls")],
         "sleep": [bash("sleep 2 && echo slept"), bash("submit")],
+        "hermes_gold": [
+            hermes("bash", command=f"git apply <<'EOF_GOLD'\n{TASKS[instance_id].patch}\nEOF_GOLD"),
+            hermes("submit"),
+        ],
     }[plan]
 
 
@@ -516,3 +525,21 @@ def test_actor_options_restart_forever(env: Any) -> None:
     options = getattr(integration.SWEGymEnvironmentActor, "_default_options", {})
     assert options.get("max_restarts") == -1 and options.get("max_task_retries") == -1, options
     summary("actor-options", max_restarts=options.get("max_restarts"), max_task_retries=options.get("max_task_retries"))
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_hermes_tool_calls_through_nemo_rls_rollout(kind: str, env: Any, tokenizer: Any) -> None:
+    """NeMo RL's rollout hands an env only each message's role and content (``get_keys_from_message_log``),
+    so a Qwen-style model's tool calls reach it as Hermes ``<tool_call>`` text; the results come back as
+    tool-role messages, which the rollout appends to the sample's log as they are."""
+    policy = ScriptedPolicy(tokenizer, {GOLD_TASK: "hermes_gold"}, SWEGymEnvConfig(**env_config()))
+    batch = input_batch(tokenizer, [GOLD_TASK])
+    out, metrics, took = rollout(kind, policy, batch, tokenizer, env, max_rollout_turns=4)
+    (log,) = out["message_log"]
+    roles = [m["role"] for m in log]
+    assert out["total_reward"].tolist() == [1.0] and roles == ["user", "assistant", "tool", "assistant", "tool"]
+    assert "<tool_call>" in log[1]["content"] and "RESOLVED" in log[-1]["content"]
+    assert require_mask(out) == [False]
+    check_episode_tags(out)  # the first tool message carries the episode's tag, as an environment one would
+    assert live_episodes(env) == [] and not leftover_sandboxes()["local"]
+    summary(f"hermes[{kind}]", rewards=out["total_reward"].tolist(), roles=roles, took=f"{took:.1f}s")

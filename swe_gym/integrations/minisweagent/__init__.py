@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from swe_gym.integrations.minisweagent import quiet_import  # noqa: F401 - first: mini-swe-agent, no banner
 from swe_gym.integrations.minisweagent.episode_environment import EpisodeEnvironment, EpisodeEnvironmentConfig
-from swe_gym.integrations.minisweagent.protocol import DEFAULT_CONFIG, default_agent_config
+from swe_gym.integrations.minisweagent.protocol import DEFAULT_CONFIG, default_agent_config, default_model_config
 from swe_gym.integrations.minisweagent.run import EpisodeResult, run_episode
 from swe_gym.integrations.minisweagent.sandbox_environment import SandboxEnvironment, SandboxEnvironmentConfig
 
@@ -44,5 +44,6 @@ __all__ = [
     "SandboxEnvironment",
     "SandboxEnvironmentConfig",
     "default_agent_config",
+    "default_model_config",
     "run_episode",
 ]

@@ -3,6 +3,7 @@ agent is the episode's policy: every ``execute`` is one ``env.step``."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -35,6 +36,10 @@ class EpisodeEnvironment:
     step limit, or a sandbox that died, masked), so the agent's loop stops; `final` then holds that
     step's ``(obs, reward, terminated, truncated, info)``. ``execute``'s ``timeout`` is ignored
     (SWEEnv's ``step_timeout`` applies); a ``cwd`` is a ``cd`` first.
+
+    mini-swe-agent's tool-calling models (its ``mini.yaml``: one ``bash`` tool) give each action the id of
+    its call (``tool_call_id``); in an env made with ``tools=[..., "bash", ...]`` the step is that ``bash``
+    call, so the step's info names it (``tool``, ``tool_call_id``) as the agent's tool message does.
     """
 
     def __init__(self, env: gym.Env, reset_info: Mapping[str, Any]) -> None:
@@ -49,6 +54,7 @@ class EpisodeEnvironment:
         )
         self.steps = 0
         self.final: tuple[str, float, bool, bool, dict[str, Any]] | None = None
+        self._bash_tool = "bash" in (getattr(settings, "tools", None) or ())
 
     def execute(self, action: dict, cwd: str = "", *, timeout: float | None = None) -> dict[str, Any]:
         if self.final is not None:
@@ -56,7 +62,12 @@ class EpisodeEnvironment:
         command = action.get("command", "")
         if cwd:
             command = f"cd {shlex.quote(cwd)} && {command}"
-        observation, reward, terminated, truncated, info = self.env.step(command)
+        call_id = action.get("tool_call_id")
+        step: Any = command
+        if self._bash_tool and isinstance(call_id, str):  # the agent's bash tool call, with its id
+            arguments = json.dumps({"command": command})
+            step = {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": arguments}}
+        observation, reward, terminated, truncated, info = self.env.step(step)
         self.steps += 1
         if terminated or truncated:
             self.final = (observation, float(reward), terminated, truncated, info)

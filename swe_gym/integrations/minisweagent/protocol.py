@@ -19,6 +19,13 @@ def default_agent_config(spec: str = DEFAULT_CONFIG) -> dict[str, Any]:
     return dict(get_config_from_spec(spec).get("agent", {}))
 
 
+def default_model_config(spec: str = DEFAULT_CONFIG) -> dict[str, Any]:
+    """The ``model`` section of a mini-swe-agent config: for ``mini.yaml``, its tool-calling model's
+    observation and format-error templates and ``model_kwargs``
+    (``LitellmModel(model_name=..., **default_model_config())``)."""
+    return dict(get_config_from_spec(spec).get("model", {}))
+
+
 def serialized(environment: Any, **info: Any) -> dict:
     """mini-swe-agent's environment ``serialize`` layout (``info.config.environment``/``environment_type``)."""
     kind = f"{type(environment).__module__}.{type(environment).__name__}"

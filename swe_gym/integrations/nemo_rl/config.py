@@ -10,6 +10,11 @@ from pydantic import ConfigDict, Field, ValidationError
 from swe_gym.envs.actions import ActionFormat
 from swe_gym.envs.options import EnvOptions, TaskSelection
 from swe_gym.errors import ConfigError, validation_problems
+from swe_gym.tools import TOOL_NAMES
+
+#: What an assistant turn can be: OpenAI ``tool_calls`` in the message, Hermes ``<tool_call>`` text, or text
+#: in ``action_format`` (one bash block or tag).
+ActionKind = Literal["tool_calls", "hermes", "text"]
 
 
 class SWEGymEnvConfig(EnvOptions, TaskSelection):
@@ -24,6 +29,13 @@ class SWEGymEnvConfig(EnvOptions, TaskSelection):
     provider: str | dict[str, Any] = Field(default="local", description="a provider name or {type: ..., ...} config")
     action_format: ActionFormat = "bash_block"
     action_tag: str = Field(default="bash", pattern=r"^[A-Za-z][\w.-]*$")
+    accept_actions: list[ActionKind] = Field(
+        default_factory=lambda: ["tool_calls", "hermes", "text"],
+        min_length=1,
+        description="which assistant turns are actions: tool_calls (an OpenAI tool_calls key in the message), "
+        "hermes (<tool_call>{json}</tool_call> in its text), text (one command in action_format); a turn is "
+        "read in that order. Tool calls need tools (None: all of swe_gym's when tool calls are accepted)",
+    )
     stop_strings: list[str] | None = Field(
         default=None, description="next_stop_strings for every turn; None: '</TAG>' for the tag format, else none"
     )
@@ -40,8 +52,15 @@ class SWEGymEnvConfig(EnvOptions, TaskSelection):
         "trainer keeps it), or 0.0; the rollout hook also sets it to its prompt group's mean and masks its loss",
     )
 
+    @property
+    def takes_tool_calls(self) -> bool:
+        return "tool_calls" in self.accept_actions or "hermes" in self.accept_actions
+
     def episode_options(self) -> EnvOptions:
-        return EnvOptions(**{name: getattr(self, name) for name in EnvOptions.model_fields})
+        options = {name: getattr(self, name) for name in EnvOptions.model_fields}
+        if options["tools"] is None and self.takes_tool_calls:
+            options["tools"] = list(TOOL_NAMES)
+        return EnvOptions(**options)
 
     def next_stop_strings(self) -> list[str] | None:
         if self.stop_strings is not None:

@@ -6,8 +6,12 @@ background event loop (a batch costs about its slowest member) and returns an `E
 trainer stopped on its own; ``shutdown()`` frees every sandbox. Which sample is which episode is
 `episodes.EpisodeLedger`'s; how a reply becomes a command is `actions.read_action`'s.
 
-A reply without exactly one command gets a format-error observation; it counts as a turn, and ends the
-episode only when ``max_steps`` is reached. An infrastructure failure (a sandbox that cannot start or
+A reply's tool calls (OpenAI ``tool_calls`` in the message, or Hermes ``<tool_call>`` elements in its
+text; `actions.read_tool_calls`) run in order, one episode step each, in one turn; their results come back
+as one tool-role message (``{"role": "tool", "tool_call_id": ..., "content": ...}``; several results are
+one ``<tool_response>`` element each, their ids in ``tool_call_ids``). A reply without exactly one command
+(or call) gets a format-error observation; it counts as a turn, and ends the episode only when
+``max_steps`` is reached. An infrastructure failure (a sandbox that cannot start or
 dies, a grading that cannot run, a turn over ``turn_timeout_s``) ends the sample masked, never as a
 silent 0; bad input never raises and never leaves a sandbox behind.
 """
@@ -27,7 +31,7 @@ from swe_gym.envs.prompt import SUBMIT
 from swe_gym.envs.text import to_observation
 from swe_gym.errors import ConfigError
 from swe_gym.grading.certificate import env_tasks
-from swe_gym.integrations.nemo_rl.actions import read_action
+from swe_gym.integrations.nemo_rl.actions import read_action, read_tool_calls
 from swe_gym.integrations.nemo_rl.config import SWEGymEnvConfig, as_config
 from swe_gym.integrations.nemo_rl.episodes import (
     EPISODE_TAG,
@@ -48,6 +52,7 @@ from swe_gym.integrations.nemo_rl.types import (
 )
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask, load_tasks
+from swe_gym.tools import tool_schemas
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +157,11 @@ class SWEGymEnvironment(EnvironmentInterface):
         """How an ended episode ended (while the env still remembers it)."""
         return self.ledger.ended.get(episode_id)
 
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The OpenAI schemas of the tools this env's episodes take (for a chat template's ``tools=``, or a
+        generation server's); empty when it takes no tool calls."""
+        return tool_schemas(self.settings.tools) if self.settings.tools else []
+
     def prompt(self, instance_id: str) -> str:
         """`build_prompt` for one of this env's tasks."""
         if instance_id not in self.ledger.by_id:
@@ -178,7 +188,9 @@ class SWEGymEnvironment(EnvironmentInterface):
         torch = require_torch()
         stops = self.config.next_stop_strings()
         return EnvironmentReturn(
-            observations=[{"role": self.config.observation_role, "content": t.observation} for t in turns],
+            observations=[
+                {"role": self.config.observation_role, **(t.message or {}), "content": t.observation} for t in turns
+            ],
             metadata=[t.metadata for t in turns],
             next_stop_strings=[None if t.terminated else stops for t in turns],
             rewards=torch.tensor([t.reward for t in turns], dtype=torch.float32),
@@ -220,7 +232,8 @@ class SWEGymEnvironment(EnvironmentInterface):
             await episode.start()
         live.turns += 1
         try:
-            command = read_action(message_log, cfg)
+            calls = read_tool_calls(message_log, cfg)
+            command = read_action(message_log, cfg) if calls is None else ""
         except ActionFormatError as exc:
             live.format_errors += 1
             text = f"[swe_gym: format error: {exc}. Nothing was run.]"
@@ -229,6 +242,8 @@ class SWEGymEnvironment(EnvironmentInterface):
             info: dict[str, Any] = {"step": episode.steps}
             observation, reward, terminated, truncated, info = await episode.truncate(text, info)
             return self._ended_turn(live, observation, reward, info, truncated=truncated, format_error=True)
+        if calls is not None:
+            return await self._tool_turn(live, calls)
         if live.turns >= cfg.max_steps and command.strip() != SUBMIT:
             # Episode counts only commands; this env counts every turn, so it ends the episode itself.
             result = await episode.step(command)
@@ -240,6 +255,32 @@ class SWEGymEnvironment(EnvironmentInterface):
         if terminated or truncated:
             return self._ended_turn(live, observation, reward, info, truncated=truncated)
         return self._continuing(live, observation)
+
+    async def _tool_turn(self, live: LiveEpisode, calls: Sequence[Any]) -> Turn:
+        """Run a reply's calls in order, one step each, until one ends the episode; one tool message back."""
+        episode, cfg = live.episode, self.config
+        results: list[tuple[str | None, str]] = []
+        for call in calls:
+            observation, reward, terminated, truncated, info = await episode.act(call)
+            results.append((info.get("tool_call_id"), observation))
+            if terminated or truncated:
+                break
+        else:
+            if live.turns >= cfg.max_steps:  # this env counts turns; the episode counts steps
+                observation, reward, terminated, truncated, info = await episode.truncate(observation, info)
+                results[-1] = (results[-1][0], observation)
+        ids = [call_id for call_id, _ in results]
+        message: dict[str, Any] = {"role": "tool"}
+        if len(results) == 1:
+            text = results[0][1]
+            if ids[0] is not None:
+                message["tool_call_id"] = ids[0]
+        else:
+            text = "\n".join(f"<tool_response>\n{output}\n</tool_response>" for _, output in results)
+            message["tool_call_ids"] = ids
+        if terminated or truncated:
+            return self._ended_turn(live, text, reward, info, truncated=truncated, message=message)
+        return self._continuing(live, text, message=message)
 
     # -- turn results -------------------------------------------------------------------------
 
@@ -255,10 +296,12 @@ class SWEGymEnvironment(EnvironmentInterface):
         meta.update(extra)
         return meta
 
-    def _continuing(self, live: LiveEpisode, observation: str, *, format_error: bool = False) -> Turn:
+    def _continuing(
+        self, live: LiveEpisode, observation: str, *, format_error: bool = False, message: dict[str, Any] | None = None
+    ) -> Turn:
         live.last_used = time.monotonic()
         meta = self._meta(live, terminated=False, truncated=False, format_error=format_error)
-        return Turn(live.tagged(observation), 0.0, False, meta, None)
+        return Turn(live.tagged(observation), 0.0, False, meta, None, message)
 
     def _ended_turn(
         self,
@@ -269,6 +312,7 @@ class SWEGymEnvironment(EnvironmentInterface):
         *,
         truncated: bool,
         format_error: bool = False,
+        message: dict[str, Any] | None = None,
     ) -> Turn:
         masked = bool(info.get("masked"))
         reward = self._masked_reward(live.episode.task.instance_id) if masked else float(reward)
@@ -294,7 +338,7 @@ class SWEGymEnvironment(EnvironmentInterface):
             resolved=outcome.resolved,
             reward=reward,
         )
-        return Turn(live.tagged(observation), reward, True, meta, info.get("patch"))
+        return Turn(live.tagged(observation), reward, True, meta, info.get("patch"), message)
 
     def _rejected(self, reason: str, meta: dict[str, Any]) -> Turn:
         """A sample the env cannot act on: masked and ended, remembered (by the tag of its observation)."""

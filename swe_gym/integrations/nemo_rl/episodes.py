@@ -65,13 +65,16 @@ class EpisodeOutcome:
 
 
 class Turn(NamedTuple):
-    """One sample's result of a turn, before the batch is assembled into an `EnvironmentReturn`."""
+    """One sample's result of a turn, before the batch is assembled into an `EnvironmentReturn`.
+    ``message``: the observation message's role and keys other than its content (a tool call's result:
+    ``{"role": "tool", "tool_call_id": ...}``); None: the config's ``observation_role``."""
 
     observation: str
     reward: float
     terminated: bool
     metadata: dict[str, Any]
     answer: str | None
+    message: dict[str, Any] | None = None
 
 
 class Plan(NamedTuple):

@@ -23,4 +23,12 @@ def build_prompt(task: SWETask, config: SWEGymEnvConfig | Mapping[str, Any] | No
     else:
         how = "Put the command in exactly one fenced block, e.g.\n```bash\nls\n```"
     rules = task_prompt(task, workdir=task.workdir, step_timeout=cfg.step_timeout, max_steps=cfg.max_steps)
-    return f"{rules}\nReply format: think, then give one command. {how}\nTo submit, the command is `{SUBMIT}`.\n"
+    if "text" not in cfg.accept_actions:
+        reply = "Reply format: think, then call a tool."
+    else:
+        reply = f"Reply format: think, then give one command. {how}\nTo submit, the command is `{SUBMIT}`."
+    if "hermes" in cfg.accept_actions:
+        tools = ", ".join(cfg.episode_options().tools or ())
+        example = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
+        reply += f"\nYou can call tools instead ({tools}), each call in its own element, e.g.\n{example}"
+    return f"{rules}\n{reply}\n"

@@ -10,7 +10,11 @@
 - An answer that is not a chat completion (a body that is not JSON, a JSON string, an HTML error page),
   which the client takes as an answer, is asked again the same way, up to ``max_retries`` times.
 - Any other HTTP error (a wrong model name, a bad key) is a `PolicyError` at once; a request that
-  overflows the model's context is `ContextOverflow`, for the policy to shrink its history.
+  overflows the model's context is `ContextOverflow`, for the policy to shrink its history; a request
+  with ``tools`` that the endpoint refuses as such (HTTP 400/422 naming tools or functions, as vLLM
+  without a tool parser, Ollama or OpenAI answer) is `ToolsRejected`, for the policy to fall back.
+- A reply's ``tool_calls`` come back as OpenAI ``tool_calls`` entries (plain dicts, ``arguments`` a
+  JSON string), in order.
 
 Each failed try is reported to the caller's ``on_failure(description, retried)`` as it is known.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import re
 import time
 from collections.abc import Callable
@@ -34,21 +39,28 @@ FailureCallback = Callable[[str, bool], None]
 #: HTTP statuses the openai client retries: timeout, conflict, rate limit (and every 5xx).
 TRANSIENT_STATUS = frozenset({408, 409, 429})
 _CONTEXT_OVERFLOW = re.compile(r"context|too (?:long|many tokens)|maximum.*tokens|exceed", re.IGNORECASE)
+_ABOUT_TOOLS = re.compile(r"tool|function", re.IGNORECASE)
 
 
 class ContextOverflow(Exception):
     """The endpoint refused the request because it overflows the model's context."""
 
 
+class ToolsRejected(Exception):
+    """The endpoint refused a request because of its ``tools`` (it does no tool calling)."""
+
+
 @dataclass(frozen=True)
 class Completion:
-    """One chat completion: the reply, why it stopped, its token counts (None: not reported), its latency."""
+    """One chat completion: the reply, why it stopped, its token counts (None: not reported), its latency,
+    and its tool calls (OpenAI ``tool_calls`` entries; ``id`` None where the endpoint gave none)."""
 
     text: str
     finish_reason: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
     latency_s: float
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
 
 @functools.cache
@@ -94,9 +106,15 @@ class ChatClient:
     def endpoint(self) -> str:
         return self.config.base_url or "api.openai.com"
 
-    def complete(self, messages: list[dict[str, str]], on_failure: FailureCallback) -> Completion:
-        """One chat completion of ``messages`` (waits on swe_gym's background loop; not callable from it)."""
-        return run_sync(self._complete(messages, on_failure))
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        on_failure: FailureCallback,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        """One chat completion of ``messages``, offering ``tools`` (OpenAI schemas; ``tool_choice="auto"``)
+        when given (waits on swe_gym's background loop; not callable from it)."""
+        return run_sync(self._complete(messages, on_failure, tools))
 
     def close(self) -> None:
         """Close the HTTP client's connections."""
@@ -109,9 +127,12 @@ class ChatClient:
         if self._statuses:
             self._statuses[-1] = response.status_code
 
-    async def _complete(self, messages: list[dict[str, str]], on_failure: FailureCallback) -> Completion:
+    async def _complete(
+        self, messages: list[dict[str, Any]], on_failure: FailureCallback, tools: list[dict[str, Any]] | None
+    ) -> Completion:
         openai, config = self._openai, self.config
         deadline = config.deadline_s()
+        offer: dict[str, Any] = {"tools": tools, "tool_choice": "auto"} if tools else {}
         failures = 0
         for asked in range(config.max_retries + 1):  # only answers that are no completion come round again
             self._statuses = []
@@ -123,6 +144,7 @@ class ChatClient:
                         messages=messages,
                         temperature=config.temperature,
                         max_tokens=config.max_tokens,
+                        **offer,
                     )
             except TimeoutError:
                 problem = f"timed out (no complete answer within {deadline:g} s)"
@@ -131,9 +153,11 @@ class ChatClient:
                 raise self._failed(f"timed out after {config.request_timeout_s:g} s", failures, on_failure) from None
             except openai.APIConnectionError as exc:
                 raise self._failed(f"cannot connect ({_describe(exc)})", failures, on_failure) from exc
-            except openai.BadRequestError as exc:
-                if _CONTEXT_OVERFLOW.search(str(exc)):
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if _CONTEXT_OVERFLOW.search(str(exc)):  # first: OpenAI's overflow names "the functions" too
                     raise ContextOverflow(str(exc)) from exc
+                if tools and _ABOUT_TOOLS.search(str(exc)):
+                    raise ToolsRejected(_describe(exc)) from exc
                 raise PolicyError(f"the model endpoint refused the request: {_describe(exc)}") from exc
             except openai.APIStatusError as exc:
                 if exc.status_code in TRANSIENT_STATUS or exc.status_code >= 500:
@@ -180,9 +204,27 @@ def _completion(response: Any, latency_s: float) -> Completion:
     choices = response.choices or []
     if not choices:  # an empty answer: the policy's format-error path asks again
         return Completion("", None, prompt_tokens, completion_tokens, latency_s)
-    content = getattr(getattr(choices[0], "message", None), "content", None)
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
     reason = getattr(choices[0], "finish_reason", None)
-    return Completion(content if isinstance(content, str) else "", reason, prompt_tokens, completion_tokens, latency_s)
+    calls = tuple(_entry(call) for call in getattr(message, "tool_calls", None) or ())
+    text = content if isinstance(content, str) else ""
+    return Completion(text, reason, prompt_tokens, completion_tokens, latency_s, calls)
+
+
+def _entry(call: Any) -> dict[str, Any]:
+    """A reply's tool call as a plain OpenAI ``tool_calls`` entry (``arguments`` a string, as the API sends it)."""
+    function = getattr(call, "function", None)
+    name = getattr(function, "name", None)
+    arguments = getattr(function, "arguments", None)
+    if arguments is not None and not isinstance(arguments, str):  # some servers send an object
+        arguments = json.dumps(arguments)
+    call_id = getattr(call, "id", None)
+    return {
+        "id": call_id if isinstance(call_id, str) and call_id else None,
+        "type": "function",
+        "function": {"name": name if isinstance(name, str) else "", "arguments": arguments or ""},
+    }
 
 
 def _describe(exc: BaseException) -> str:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.policies.llm.templates import INSTANCE_TEMPLATE, SYSTEM_TEMPLATE
+from swe_gym.policies.llm.templates import (
+    INSTANCE_TEMPLATE,
+    SYSTEM_TEMPLATE,
+    TOOL_INSTANCE_TEMPLATE,
+    TOOL_SYSTEM_TEMPLATE,
+)
 from swe_gym.settings import setting
 
 ENV_PREFIX = "SWE_GYM_LLM_"
@@ -54,6 +60,21 @@ class LLMConfig(BaseModel):
     system_template: str = Field(default=SYSTEM_TEMPLATE, repr=False)
     instance_template: str = Field(
         default=INSTANCE_TEMPLATE, repr=False, description="{task}: the reset observation; {submit}: the action"
+    )
+    tool_calling: Literal["auto", "native", "text"] = Field(
+        default="auto",
+        description="native: the env's tools go in each request's tools= and the reply's tool_calls are the "
+        "actions; text: one bash block per reply; auto: native while the env takes tool calls and the endpoint "
+        "answers with them, the bash block when it rejects tools= or answers with a block instead",
+    )
+    tools: list[Literal["bash", "str_replace_editor", "submit"]] | None = Field(
+        default=None, description="the tools offered to the model (None: the env's, from its reset info)"
+    )
+    tool_system_template: str = Field(
+        default=TOOL_SYSTEM_TEMPLATE, repr=False, description="{tools}: a line per tool; {fallback}: auto's note"
+    )
+    tool_instance_template: str = Field(
+        default=TOOL_INSTANCE_TEMPLATE, repr=False, description="{task}: the reset observation; {submit}: how"
     )
 
     def backoff_s(self, retry: int) -> float:
