@@ -19,6 +19,9 @@ from swe_gym.tasks.provision import provision
 
 log = logging.getLogger("swe_gym.grading.harness")
 
+#: The eval's output kept (a runaway test suite's log must not fill memory), and the tail a report shows.
+EVAL_OUTPUT_BYTES = 64 << 20
+LOG_TAIL = 4000
 #: Beyond the task's eval timeout, how long a grading may take (sandbox start, patch apply) before it is an error.
 GRADING_GRACE_S = 600.0
 

@@ -27,6 +27,8 @@ from typing import Literal
 from swe_gym.errors import ChannelTamperedError, GradingError, SandboxError, TaskError
 from swe_gym.grading import changes, eval_plan, tamper
 from swe_gym.grading.eval_run import (
+    EVAL_OUTPUT_BYTES,
+    LOG_TAIL,
     EvalRun,
     install_command,
     judge_status,
@@ -46,8 +48,6 @@ from swe_gym.tasks.model import SWETask
 
 log = logging.getLogger(__name__)
 
-EVAL_OUTPUT_BYTES = 64 << 20
-_LOG_TAIL = 4000
 #: Anomalies that, seen without the patch too, mean the task (or its image) is broken: masked.
 _DEFECTS = {"timeout", "died", "test_patch", "no_tests", "unjudgeable"}
 #: Checks of ours that a task's own harness may trip; seen without the patch too, they are off for it.
@@ -228,7 +228,7 @@ async def grade(
         "restored_test_files": sorted(run.restored),
         "restore_reasons": run.restored,
         "eval_exit_code": run.exit_code,
-        "log_tail": (run.log or run.apply_log)[-_LOG_TAIL:],
+        "log_tail": (run.log or run.apply_log)[-LOG_TAIL:],
         "eval_log": run.log,
         "canary": run.canary,
         "install": run.install,

@@ -25,7 +25,15 @@ import time
 
 from swe_gym.errors import GradingError, SandboxError, TaskError
 from swe_gym.grading import changes, eval_plan
-from swe_gym.grading.eval_run import EvalRun, install_command, judge_status, masked_report, start_sandbox
+from swe_gym.grading.eval_run import (
+    EVAL_OUTPUT_BYTES,
+    LOG_TAIL,
+    EvalRun,
+    install_command,
+    judge_status,
+    masked_report,
+    start_sandbox,
+)
 from swe_gym.grading.eval_script import build_eval_script
 from swe_gym.grading.parsers import TestStatus, get_parser
 from swe_gym.grading.patch import SCRATCH
@@ -34,8 +42,6 @@ from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.tasks.model import SWETask
-
-_LOG_TAIL = 4000
 
 
 def _swebench() -> tuple[list[str], object]:
@@ -112,7 +118,7 @@ async def grade_official(
                 await sandbox.write_file(f"{SCRATCH}/eval.sh", body, mode=0o755)
                 clock = time.perf_counter()
                 result = await sandbox.exec(
-                    f"bash {SCRATCH}/eval.sh", timeout=task.eval.timeout_s, max_output_bytes=64 << 20
+                    f"bash {SCRATCH}/eval.sh", timeout=task.eval.timeout_s, max_output_bytes=EVAL_OUTPUT_BYTES
                 )
                 run.timings["tests"] = round(time.perf_counter() - clock, 4)
                 run.log, run.exit_code, timed_out = result.output, result.exit_code, result.timed_out
@@ -128,7 +134,7 @@ async def grade_official(
         "patch_applied": run.applied,
         "apply_method": run.method,
         "eval_exit_code": run.exit_code,
-        "log_tail": (run.log or run.apply_log)[-_LOG_TAIL:],
+        "log_tail": (run.log or run.apply_log)[-LOG_TAIL:],
         "eval_log": run.log,
         "install": run.install,
         "timings_s": run.timings,

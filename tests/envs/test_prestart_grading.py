@@ -62,3 +62,18 @@ def test_closing_before_submit_removes_the_prestarted_sandbox() -> None:
     env, _ = _episode()
     env.close()  # the agent's and the grader's sandboxes, even if the grader's was still starting
     assert len(leftover_sandboxes()["local"]) == before
+
+
+def test_the_agent_cannot_reach_its_prestarted_grading_sandbox() -> None:
+    """The grader's sandbox lives while the agent acts: its files must be out of the agent's reach (an agent
+    that planted a conftest there would be graded on its own tests)."""
+    env, episode = _episode()
+    try:
+        grader = run_sync(episode._grader)
+        found, *_ = env.step(f"find / -path /proc -prune -o -name '*{grader.id}*' -print 2>/dev/null")
+        assert found.strip() == "", found  # nothing of the grader's sandbox is in the agent's view
+        listed, *_ = env.step(f"ls {grader.backend.home}")
+        assert "No such file" in listed, listed
+        assert _submit(env)["timings_s"].keys() >= {"apply", "tests"}  # and it still grades, unplanted
+    finally:
+        env.close()
