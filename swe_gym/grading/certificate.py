@@ -93,6 +93,10 @@ class InstanceCertificate(BaseModel):
     flaky: dict[str, FlakyTest] = Field(
         default_factory=dict, description="tests whose status varied between runs of the same patch"
     )
+    twins: str | None = Field(
+        default=None, description="the twin check under gold: how many graded tests ran a twin (all must have failed)"
+    )
+    untwinned_tests: dict[str, str] = Field(default_factory=dict, description="graded tests with no twin, and why")
     gold_runs: list[RunResult] = Field(default_factory=list)
     empty_runs: list[RunResult] = Field(default_factory=list)
     passed: bool = False
@@ -350,6 +354,8 @@ class _Instance:
             masked_reasons=numbered("masked"),
             errors=numbered("error"),
             flaky=flaky,
+            twins=next((r.twins for r in self.reports["gold"] if r is not None), None),
+            untwinned_tests=next((r.untwinned_tests for r in self.reports["gold"] if r is not None), {}),
             gold_runs=gold,
             empty_runs=empty,
             passed=not problems,

@@ -113,3 +113,26 @@ def plan(script: str, install: str | None, changed: Mapping[str, str]) -> tuple[
     why = "editable install, no build input changed"
     lines = [f": swe_gym: reinstall skipped: {why}" if line == install else line for line in script.splitlines()]
     return "\n".join(lines) + "\n", f"skipped: {why}"
+
+
+#: Where an eval script's set-up ends: it touches the test files or starts the tests.
+_PREAMBLE_ENDS = ("git apply", "git checkout", ">>>>> Start Test Output", "test.patch")
+
+
+def preamble(script: str, until: str | None = None) -> str:
+    """The set-up lines of ``script`` before ``until`` (or its first test marker): environment activation, ``cd``,
+    exports; without its ``git`` commands, which only print state. It ends where the test files are touched."""
+    lines = []
+    for line in script.splitlines():
+        if (until is not None and line == until) or any(s in line for s in _PREAMBLE_ENDS):
+            break
+        if not line.lstrip().startswith("git "):
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def split_install(script: str, install: str) -> tuple[str, str]:
+    """(the set-up lines and the reinstall, run on their own before the restore; the rest of ``script``)."""
+    head = preamble(script, until=install)
+    rest = [": swe_gym: reinstall ran before the restore" if line == install else line for line in script.splitlines()]
+    return f"{head}{install}\n", "\n".join(rest) + "\n"

@@ -79,10 +79,12 @@ class EvalRun:
     canary: str = "not run"
     changed: dict[str, str] = field(default_factory=dict)  # what the apply changed on disk
     install: str = ""  # what became of the eval script's reinstall
+    install_log: str = ""  # its output, when it ran on its own before the restore
     timings: dict[str, float] = field(default_factory=dict)
     infra: str | None = None  # failed before the patch was in: masked
     tampered: str | None = None  # only code in the sandbox can do this: unresolved outright
     problems: dict[str, str] = field(default_factory=dict)  # kind -> detail, judged against the control
+    twins: set[str] = field(default_factory=set)  # graded test ids whose twin ran in this pass
 
 
 async def start_sandbox(

@@ -7,6 +7,11 @@ configuration wherever pytest would find it, ``conftest.py`` anywhere, ``.gitatt
 changes what the grader's own git commands write), bytecode (a ``.pyc`` can shadow its source),
 and new top-level modules that would shadow the test runner or the standard library.
 
+Packaging metadata (``*.dist-info``, ``*.egg-info``) anywhere in the work tree goes back too: on an import
+root it registers entry points (pytest plugins that auto-load) and shadows installed distributions. A new
+top-level module is judged against every top-level name the base environment can import (``shadowed``,
+read from the sandbox before the patch), not only the runner's own.
+
 Library code that merely lives under a directory called ``test`` or ``testing`` inside a package
 (``django/test/``, ``sympy/testing/``, ``numpy/testing/``, ``sphinx/testing/``) is source: gold
 fixes there must survive. No file of SWE-bench Lite's 323 gold patches falls in this set (tested).
@@ -18,7 +23,7 @@ import configparser
 import re
 import sys
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 #: Directory names that hold tests wherever they are.
 _TEST_DIRS = {"tests", "__tests__", "spec", "specs"}
@@ -74,12 +79,23 @@ def _pytest_section(name: str, text: str | None) -> object:
         parser.read_string(text)
         section = "pytest" if name == "tox.ini" else "tool:pytest"
         return dict(parser.items(section)) if parser.has_section(section) else None
-    except (configparser.Error, tomllib.TOMLDecodeError, ValueError):
+    except (configparser.Error, tomllib.TOMLDecodeError, ValueError, RecursionError, MemoryError):
         return text  # what pytest would make of it is unclear: any change counts
 
 
-def restore_reason(path: str, *, added: bool, task_tests: set[str]) -> str | None:
-    """Why ``path`` (changed by the patch) goes back to base, or None; sectioned configs are decided later."""
+def restore_reason(
+    path: str,
+    *,
+    added: bool,
+    task_tests: set[str],
+    shadowed: Collection[str] = (),
+    own: Collection[str] = (),
+) -> str | None:
+    """Why ``path`` (changed by the patch) goes back to base, or None; sectioned configs are decided later.
+
+    ``shadowed``: top-level names importable in the base environment; ``own``: normalised names of the
+    project's own distributions, whose metadata the grader's reinstall may rewrite.
+    """
     name = path.rsplit("/", 1)[-1]
     parts = path.split("/")
     if path in task_tests:
@@ -90,18 +106,34 @@ def restore_reason(path: str, *, added: bool, task_tests: set[str]) -> str | Non
         return "git attributes (they change what the grader's git writes)"
     if "__pycache__" in parts or name.endswith((".pyc", ".pyo")):
         return "bytecode (it can shadow its source)"
+    if any(part.endswith((".dist-info", ".egg-info")) for part in parts) and not (own and _owned(parts, own)):
+        return "packaging metadata (it can register plugins and entry points, and shadow installed distributions)"
     if is_test_path(path):
         return "test code"
-    shadowed = sorted(_module_names(path) & _SHADOWED) if added else []
-    if shadowed:
-        return f"a new top-level module {shadowed[0]!r} would shadow the test runner or the standard library"
+    hit = sorted(_module_names(path) & (_SHADOWED | set(shadowed))) if added else []
+    if hit:
+        return f"a new top-level module {hit[0]!r} would shadow an installed module (the test runner's or its own)"
     return None
+
+
+def normalized_name(name: str) -> str:
+    """A distribution's name as packaging compares them (``Django`` ``django_foo`` ``django.foo`` alike)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _owned(parts: list[str], own: Collection[str]) -> bool:
+    """The metadata directory in ``parts`` is that of one of the project's own distributions (``own``)."""
+    meta = next(part for part in parts if part.endswith((".dist-info", ".egg-info")))
+    return normalized_name(meta.rsplit(".", 1)[0].split("-", 1)[0]) in own
 
 
 def restore_set(
     changed: dict[str, str],
     task_tests: Iterable[str],
     read_both: Callable[[str], tuple[str | None, str | None]] | None = None,
+    *,
+    shadowed: Collection[str] = (),
+    own: Collection[str] = (),
 ) -> dict[str, str]:
     """{path: reason} of the files in ``changed`` ({path: "added"|"modified"|"deleted"}) that go back to base.
 
@@ -111,7 +143,7 @@ def restore_set(
     tests = set(task_tests)
     found: dict[str, str] = {}
     for path, kind in sorted(changed.items()):
-        reason = restore_reason(path, added=kind == "added", task_tests=tests)
+        reason = restore_reason(path, added=kind == "added", task_tests=tests, shadowed=shadowed, own=own)
         if reason is None and path.rsplit("/", 1)[-1] in SECTIONED and read_both is not None:
             name = path.rsplit("/", 1)[-1]
             base, patched = read_both(path)

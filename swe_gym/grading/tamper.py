@@ -10,7 +10,10 @@ log is checked for the marks such tricks leave, whichever trick it was:
   must pass and one must fail. A machinery that makes tests pass (a monkeypatched
   ``runtest``, a plugin, a replaced runner) or that prints results it did not get, reports
   the canaries wrongly too.
-- **Status lines after pytest's final summary** are printed by something other than pytest.
+- **Status lines after the runner's final summary** (pytest's ``== N passed ==``, unittest's and Django's
+  ``Ran N tests``, sympy's ``tests finished``) are printed by something other than the runner. They are
+  found by the task's own log parser run on what follows the summary, on the same normalised lines the
+  verdict is read from (`normalize`): one reading of the log, so no line can count and go unseen.
 
 A check that the task's own harness trips without any patch (the control run in `harness`)
 is not held against the patch.
@@ -23,6 +26,7 @@ import random
 import re
 import secrets
 import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from swe_gym.grading.eval_script import END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_PATCH_FAILED
@@ -36,8 +40,13 @@ _MARKER_LINE = re.compile(
 )
 _PYTEST = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?:\s|$)")
 _SHELL_OPERATORS = re.compile(r"[;&|<>`$()]|\\$")
-_STATUS_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+\S+", re.MULTILINE)
-_PYTEST_SUMMARY = re.compile(r"^=+ .*\b(passed|failed|error|errors|skipped|deselected|no tests ran)\b.* =+$", re.M)
+#: The last line of each runner's own report: pytest's summary, unittest's/Django's count, sympy's summary.
+_FINAL_SUMMARY = re.compile(
+    r"^(?:=+ .*\b(?:passed|failed|error|errors|skipped|deselected|no tests ran)\b.* =+"
+    r"|Ran \d+ tests? in [\d.]+s"
+    r"|=+ tests finished: .* =+)$",
+    re.MULTILINE,
+)
 _WORDS = ("parse", "render", "format", "merge", "split", "encode", "decode", "resolve", "update", "lookup")
 _NOUNS = ("value", "token", "entry", "record", "option", "buffer", "header", "config", "result", "range")
 
@@ -152,11 +161,22 @@ def section(log: str, nonce: str) -> tuple[str | None, str | None]:
     return text[: text.rfind("\n") + 1] if "\n" in text else "", None  # drop the partial line before the marker
 
 
-def late_status_lines(text: str) -> str | None:
-    """Status lines after pytest's final summary line: printed by something other than pytest."""
-    summaries = list(_PYTEST_SUMMARY.finditer(text))
+def normalize(text: str) -> str:
+    """The log as lines, split wherever Python sees a line end (CR, CR LF, form feed, ``\\x1c``, U+2028...),
+    joined by LF: the parser and every check read this one text, so a line cannot count for one and hide
+    from the other. A carriage return starts a new line, as it does on a terminal."""
+    return "".join(line + "\n" for line in text.splitlines())
+
+
+def late_status_lines(text: str, parse: Callable[[str], Mapping[str, object]]) -> str | None:
+    """Results read (by ``parse``, the task's own parser) after the runner's final summary line of the
+    normalised ``text``: printed by something other than the runner."""
+    summaries = list(_FINAL_SUMMARY.finditer(text))
     if not summaries:
         return None
     after = text[summaries[-1].end() :]
-    late = _STATUS_LINE.search(after)
-    return f"test results printed after pytest's final summary: {late.group(0)[:120]!r}" if late else None
+    try:
+        late = sorted(parse(after))
+    except Exception:  # the parser chokes on what follows the summary: nothing of the runner's is there
+        return "unreadable output after the test runner's final summary"
+    return f"test results printed after the test runner's final summary: {late[0][:120]!r}" if late else None

@@ -160,7 +160,8 @@ def test_a_patch_that_changes_a_build_input_gets_the_reinstall_offline(task: SWE
     report = _grade(task, patch)
     assert report.resolved, report.log_tail
     assert report.install == "ran (offline): the patch changed build inputs (setup.py)"
-    assert f"+ {INSTALL}" in report.eval_log  # set -x shows the reinstall ran
+    assert f"+ {INSTALL}" in report.install_log  # set -x shows the reinstall ran, on its own before the restore
+    assert "reinstall ran before the restore" in report.eval_log
     assert OFFLINE_PIP in build_eval_script(task, "true")  # with pip told to stay offline
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from swe_gym.grading import tamper
-from swe_gym.grading.parsers import TestStatus
+from swe_gym.grading.parsers import TestStatus, parse_pytest
 
 OFFICIAL = """#!/bin/bash
 set -uxo pipefail
@@ -50,5 +52,28 @@ def test_section_is_cut_at_the_sealed_markers_only() -> None:
 
 def test_results_after_pytest_final_summary_are_flagged() -> None:
     honest = "FAILED t.py::a - assert 0\n========== 1 failed in 0.01s ==========\n"
-    assert tamper.late_status_lines(honest) is None
-    assert "after pytest's final summary" in (tamper.late_status_lines(honest + "PASSED t.py::a\n") or "")
+    assert tamper.late_status_lines(honest, parse_pytest) is None
+    late = tamper.late_status_lines(honest + "PASSED t.py::a\n", parse_pytest)
+    assert "after the test runner's final summary" in (late or "")
+
+
+@pytest.mark.parametrize("lead", [" ", "\r", "\t", "\x0c", "\x0b", "\x1c", "\u2028", "\r\n"])
+def test_one_reading_of_the_log_a_hidden_status_line_is_counted_and_flagged(lead: str) -> None:
+    """Whatever separates or leads a forged line, the parser and the check read the same normalised lines."""
+    honest = "FAILED t.py::a - assert 0\n========== 1 failed in 0.01s ==========\n"
+    text = tamper.normalize(honest + f"{lead}PASSED t.py::a\n")
+    counted = "t.py::a" in parse_pytest(text) and parse_pytest(text)["t.py::a"] == "PASSED"
+    flagged = tamper.late_status_lines(text, parse_pytest) is not None
+    assert counted == flagged and flagged
+
+
+def test_late_results_after_a_django_runner_summary_are_flagged() -> None:
+    from swe_gym.grading.official import _parsers_by_name
+
+    django = _parsers_by_name()["parse_log_django"]
+    honest = "test_a (m.T) ... FAIL\n\n----------------------------------------------------------------------\n"
+    honest += "Ran 1 test in 0.001s\n\nFAILED (failures=1)\n"
+    parse = lambda text: django(text, None)  # noqa: E731
+    assert tamper.late_status_lines(tamper.normalize(honest), parse) is None
+    forged = tamper.normalize(honest + "\rtest_a (m.T) ... ok\n")
+    assert "test_a (m.T)" in (tamper.late_status_lines(forged, parse) or "")

@@ -1,0 +1,117 @@
+"""Two passes per grading, each with the twins of a random half of the graded tests (`twins`).
+
+A forger in the code under test can tell a canary of its own file, name or argv position from the task's
+tests; it cannot tell a twin: the same file, class, name, fixtures and body, in a fresh sandbox with the same
+argv, paths, environment and eval script (only the test patch's text differs, as the test files do). Each
+function that runs a graded test is twinned in exactly one of the two passes, chosen at random per grading,
+so neither pass is "the real one": a forger that forces results in a pass makes that pass's twins pass, and
+one that is honest in a pass leaves its originals failing. A correct fix makes every twin fail (its first
+inverted assertion fails), so a twin that passes is tampering, once the task's gold patch shows that twin
+failing (`harness`, which also runs the passes concurrently).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import secrets
+import shlex
+from dataclasses import dataclass
+
+from swe_gym.errors import GradingError
+from swe_gym.grading import twins
+from swe_gym.grading.parsers import TestStatus
+from swe_gym.grading.patch import GIT_ENV, SCRATCH, patch_paths
+from swe_gym.sandbox import AsyncSandbox
+from swe_gym.tasks.model import SWETask
+
+#: A twin's status that only a machinery reporting what it did not see can give.
+PASSING = frozenset({TestStatus.PASSED, TestStatus.XFAIL, TestStatus.XPASS})
+_DIR = f"{SCRATCH}/twin"
+
+
+@dataclass(frozen=True)
+class TwinSources:
+    """The test patch's Python files before and after it (read in a sandbox at base), and its other sections."""
+
+    base: dict[str, str | None]
+    post: dict[str, str]
+    verbatim: str  # sections of the files no twin lives in (fixtures, data, deletions), as the task wrote them
+
+
+def _sections(patch: str) -> dict[str, str]:
+    """A git diff split per file (``diff --git`` headers), keyed by the new side's path."""
+    found: dict[str, str] = {}
+    for chunk in re.split(r"(?m)^(?=diff --git )", patch):
+        paths = patch_paths(chunk)
+        if paths:
+            found[paths[-1]] = chunk if chunk.endswith("\n") else chunk + "\n"
+    return found
+
+
+async def read_twin_sources(sandbox: AsyncSandbox, task: SWETask) -> TwinSources:
+    """Read, in a sandbox at base (before any code of a patch ran there), the test files the twins are made from.
+
+    The test patch is applied to a private index only, so the work tree is untouched.
+    """
+    sections = _sections(task.test_patch)
+    paths = sorted(p for p in sections if p.endswith(".py"))
+    if not paths:
+        return TwinSources({}, {}, task.test_patch)
+    await sandbox.write_file(f"{_DIR}/test.patch", task.test_patch.encode("utf-8", "surrogateescape"))
+    quoted = " ".join(shlex.quote(p) for p in paths)
+    script = (
+        f'set -e; export {GIT_ENV} GIT_INDEX_FILE="$PWD/{_DIR}/index"; T="$PWD/{_DIR}"; rm -rf "$T/post" "$T/base"; '
+        'git read-tree HEAD; git apply --cached --binary "$T/test.patch"; '
+        f'for f in {quoted}; do for side in post base; do rev=""; [ $side = base ] && rev=HEAD; '
+        'if git cat-file -e "$rev:$f" 2>/dev/null; then mkdir -p "$T/$side/$(dirname "$f")"; '
+        'git show "$rev:$f" > "$T/$side/$f"; echo "$side $f"; fi; done; done'
+    )
+    result = await sandbox.exec(script, timeout=120)
+    if result.exit_code != 0:
+        raise GradingError(f"could not read the test files the twins are made from: {result.output[-300:]}")
+    found = {tuple(line.split(" ", 1)) for line in result.output.splitlines() if line.startswith(("post ", "base "))}
+    post: dict[str, str] = {}
+    base: dict[str, str | None] = {}
+    for path in paths:
+        if ("post", path) not in found:
+            continue  # the test patch deletes it: its section stays as written
+        post[path] = (await sandbox.read_file(f"{_DIR}/post/{path}")).decode("utf-8", "surrogateescape")
+        exists = ("base", path) in found
+        base[path] = (
+            (await sandbox.read_file(f"{_DIR}/base/{path}")).decode("utf-8", "surrogateescape") if exists else None
+        )
+    verbatim = "".join(text for path, text in sorted(sections.items()) if path not in post)
+    return TwinSources(base, post, verbatim)
+
+
+@dataclass(frozen=True)
+class PassPlan:
+    """The test patch of each pass, the graded ids whose twin runs in it, and the graded ids with no twin."""
+
+    patches: tuple[str, str]
+    twinned: tuple[frozenset[str], frozenset[str]]
+    missing: dict[str, str]
+
+
+def plan_passes(task: SWETask, sources: TwinSources, *, every: bool = False) -> PassPlan | str:
+    """Split the twinnable definitions between two passes at random (``every``: all in the first), or say why
+    no twin can be made."""
+    graded = [*task.fail_to_pass, *task.pass_to_pass]
+    if not sources.post:
+        return "the task's test patch changes no Python test file"
+    try:
+        index = twins.index_tests(graded, sources.post)
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        return f"the test files could not be read for twins ({type(exc).__name__})"
+    if not index.defs:
+        return "no graded test resolves to a function of the test patch's files"
+    rng = random.Random(secrets.randbits(64))
+    keys = sorted(index.defs)
+    first = {k for k in keys if every or rng.random() < 0.5}
+    halves = (first, set(keys) - first)
+    patches = tuple(
+        twins.make_patch(sources.base, twins.render(sources.post, index, half)) + sources.verbatim for half in halves
+    )
+    twinned = tuple(frozenset(t for t, k in index.of_test.items() if k in half) for half in halves)
+    return PassPlan(patches, twinned, dict(index.missing))  # type: ignore[arg-type]
