@@ -5,12 +5,17 @@ own test runner), not a toy repository, so what the grader costs is measured aga
 
 What is compared
 ----------------
-(a) Grade vs bare, provider docker, the task's gold patch, wall time (``time.perf_counter``) from before the
-container starts to after it is removed, for each of:
+(a) Grade vs bare, provider docker, wall time (``time.perf_counter``) from before the container starts to after it
+is removed, in one run, side by side, for each of:
 
-* ``grade()``: ``run_sync(grade(task, task.patch, provider="docker"))``: everything the grader does (a fresh
-  sandbox, the patch's paths checked, the tree recorded, the apply ladder, the restore set, the official swebench
-  4.x eval script with sealed markers, the log parsed by swebench's django parser and judged by its rule).
+* ``grade(gold, twins)`` and ``grade(gold, no twins)``: ``run_sync(grade(task, task.patch, provider="docker",
+  twins=...))``: everything the grader does (a fresh sandbox, the patch's paths checked, the tree recorded, the
+  apply ladder, the restore set, the official swebench 4.x eval script with sealed markers, the log parsed by
+  swebench's django parser and judged by its rule), with and without the integrity checks' second "twin" pass
+  (run concurrently in a second fresh sandbox). It must resolve the task.
+* ``grade(empty, twins)`` and ``grade(empty, no twins)``: the same for the empty patch, which must not resolve it.
+  Before `grade` takes ``twins`` (checked with ``inspect.signature``) each patch is graded once, as grade() does
+  today (``grade(gold, no twins option)``), and the run says so.
 * ``bare``: the plain docker SDK and nothing else: ``containers.run(IMG, "sleep infinity", network_mode="none")``,
   the gold and test patches copied in (one ``put_archive``; the tar is built before timing), ``git apply`` of both,
   the swebench spec's test command (``./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1``) on the
@@ -26,8 +31,16 @@ container starts to after it is removed, for each of:
   the reinstall), so it can be faster than ``bare + official``. One more, untimed, run of the script with a
   timestamp on every ``set -x`` trace line shows which of its commands take the time.
 
-Ratio printed: ``grade/bare`` of the p50s (target <= 1.5). grade's phases are printed too when `GradeReport`
-exposes them (``timings_s``, or any other dict of seconds named for phases or timings).
+Ratios printed: ``grade/bare`` of the p50s, resolved (gold; target <= 1.6, a resolved patch runs every pass to the
+end) and unresolved (empty; target <= 1.5), the targets judged for grade()'s default (twins when it has them), and
+what the twin pass costs. grade's phases and plans are printed too when `GradeReport` exposes them (``timings_s`` or
+any other dict of seconds named for phases or timings; ``install``, ``twins``).
+
+(a, bundled) The same on the bundled tasks (``load_tasks("bundled")``), provider docker with the test image
+(``swe-gym-test:bookworm``): grade() of the gold and the empty patch, with and without twins, against ``bare``:
+per task a plain container of the image, the task's repository (the tar grade()'s sandbox gets) and both patches
+copied in, ``git apply`` of both, ``task.eval.test_cmd``, removed. One sample is every task in turn (a few rounds:
+``--bundled-rounds``, 2 by default); the bare log, read by the task's parser, must show every test passing.
 
 (b) The terminal step: an episode through ``gymnasium.make("swe_gym/SWE-v0", tasks=[task], provider="docker")``:
 reset, one step that writes the gold patch with a heredoc and ``git apply``-s it, one ``sleep 1`` step (time for an
@@ -42,14 +55,16 @@ Why it is fair
   image with the network off, and the time of both includes that start and removal.
 * Rounds interleave the methods, the order rotating each round, so noise hits all alike (R=5 by default), after an
   untimed warm-up of each (docker's caches, the grader's repository listing, the env's prepared image).
-* Verdicts are checked, a mismatch fails the run: ``grade()`` must resolve the task, the bare log (parsed by
-  swebench's django parser) must show every FAIL_TO_PASS and PASS_TO_PASS test passing, the official script's log
-  must resolve by swebench's rule, and every submit in (b) must end resolved with reward 1.0.
+* Verdicts are checked, a mismatch fails the run: ``grade()`` must resolve the task with the gold patch and not
+  with the empty one (and never be masked), the bare log (parsed by swebench's django parser) must show every
+  FAIL_TO_PASS and PASS_TO_PASS test passing, the official script's log must resolve by swebench's rule, and every
+  submit in (b) must end resolved with reward 1.0.
 * bare does none of the grader's integrity work and none of the official script's set-up steps, so grade - bare
   is all the grader adds on top of the tests (the most a faster grader could save), not a like-for-like overhead.
 
 Run: ``python benchmarks/real_image.py`` once (builds the image and the task row), then
-``python benchmarks/grading_speed.py [--row PATH] [--rounds 5] [--parts a b] [--json OUT]`` (about 2 minutes).
+``python benchmarks/grading_speed.py [--row PATH] [--rounds 5] [--parts a bundled b] [--json OUT]`` (on 2 cores,
+``--rounds 2``: about 19 minutes, half of it the bundled part; ``--parts a`` alone: about 3).
 Containers the benchmark starts carry the ``swe_gym.benchmark`` label and are removed in ``finally``; each part
 ends with a leak check of ``swe_gym.managed=true`` containers and its own.
 """
@@ -57,6 +72,7 @@ ends with a leak check of ``swe_gym.managed=true`` containers and its own.
 from __future__ import annotations
 
 import argparse
+import inspect
 import io
 import itertools
 import re
@@ -85,12 +101,17 @@ from bench_common import (
 )
 from real_image import DEFAULT_ROW
 
-from swe_gym.grading import GradeReport, grade, official
+from swe_gym.grading import GradeReport, get_parser, grade, official
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask
 
-TARGET_RATIO = 1.5
+#: grade/bare targets (p50s) for the default grade(): a resolved patch runs every pass to the end, an unresolved one
+#: can stop at the first pass that shows it.
+TARGET_RESOLVED = 1.6
+TARGET_UNRESOLVED = 1.5
+BUNDLED_IMAGE = "swe-gym-test:bookworm"
+PARTS = ("a", "bundled", "b")
 ENV_ID = "swe_gym/SWE-v0"
 LOCALE_EXPORTS = "export LANG=en_US.UTF-8 LANGUAGE=en_US:en LC_ALL=en_US.UTF-8"
 ACTIVATE = "source /opt/miniconda3/bin/activate && conda activate testbed"
@@ -214,35 +235,113 @@ def phase_times(report: GradeReport) -> dict[str, float]:
     return found
 
 
-@dataclass
-class PartA:
-    grade: Method
-    bare: Method
-    official: Method
-    mismatches: list[str] = field(default_factory=list)
-    phases: list[dict[str, float]] = field(default_factory=list)
-    bare_phases: list[dict[str, float]] = field(default_factory=list)
-    installs: set[str] = field(default_factory=set)
-    profile: list[tuple[float, str]] = field(default_factory=list)
-
-
 def p50_phases(samples: Sequence[dict[str, float]]) -> str:
     names = list(dict.fromkeys(k for p in samples for k in p))
     return ", ".join(f"{n} {Summary.of([p[n] for p in samples if n in p]).p50 * 1000:.0f} ms" for n in names)
 
 
+def twins_supported() -> bool:
+    """Whether this grader's `grade` takes ``twins`` (the second, concurrent "twin" pass of its integrity checks)."""
+    return "twins" in inspect.signature(grade).parameters
+
+
+def grade_variants() -> list[tuple[str, dict[str, Any]]]:
+    """(label, grade kwargs): with and without the twin pass, or, before grade() has ``twins``, one plain grade."""
+    if twins_supported():
+        return [("twins", {"twins": True}), ("no twins", {"twins": False})]
+    return [("no twins option", {})]
+
+
+@dataclass
+class GradeLog:
+    """What the timed grade() calls reported: verdicts checked against the expected one, phases and plans kept."""
+
+    mismatches: list[str] = field(default_factory=list)
+    phases: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    plans: dict[str, set[str]] = field(default_factory=dict)
+
+    def method(
+        self, name: str, jobs: Sequence[tuple[SWETask, str]], *, resolved: bool, spec: SandboxSpec | None, **kw: Any
+    ) -> Method:
+        """A Method that grades every (task, patch) of ``jobs`` in turn, provider docker."""
+
+        def call() -> None:
+            for task, patch in jobs:
+                report = run_sync(grade(task, patch, provider="docker", spec=spec, **kw))
+                self.record(name, task, report, resolved)
+
+        return Method(name, call)
+
+    def record(self, name: str, task: SWETask, report: GradeReport, resolved: bool) -> None:
+        if report.masked:
+            raise BenchmarkError(f"{name} on {task.instance_id} was masked: {report.masked_reason}")
+        if report.resolved != resolved:
+            self.mismatches.append(f"{name} on {task.instance_id}: expected resolved={resolved}: {report.summary()}")
+        self.phases.setdefault(name, []).append({"duration_s": report.duration_s, **phase_times(report)})
+        plan = [f"{n}: {v}" for n in ("install", "eval_plan", "twins") if (v := getattr(report, n, None))]
+        self.plans.setdefault(name, set()).add("; ".join(plan) or "(not reported)")
+
+
+def grade_methods(
+    log: GradeLog, gold: Sequence[tuple[SWETask, str]], empty: Sequence[tuple[SWETask, str]], spec: SandboxSpec | None
+) -> dict[tuple[str, str], Method]:
+    """{(patch kind, variant): Method}: the gold patch (must resolve) and the empty one (must not), each variant."""
+    methods = {}
+    for variant, kw in grade_variants():
+        for kind, jobs, resolved in (("gold", gold, True), ("empty", empty, False)):
+            methods[kind, variant] = log.method(f"grade({kind}, {variant})", jobs, resolved=resolved, spec=spec, **kw)
+    return methods
+
+
+def print_ratios(methods: dict[tuple[str, str], Method], bare: Method) -> dict[str, float]:
+    """grade/bare of the p50s for the resolved (gold) and unresolved (empty) patch; targets hold for the default."""
+    b = Summary.of(bare.samples_ms).p50
+    ratios: dict[str, float] = {}
+    default = grade_variants()[0][0]  # what grade() does when not told: twins when it has them
+    if not twins_supported():
+        print("  grade() takes no `twins` yet: each patch is graded once, as grade() grades it today")
+    for kind, verdict, target in (("gold", "resolved", TARGET_RESOLVED), ("empty", "unresolved", TARGET_UNRESOLVED)):
+        for variant in dict(grade_variants()):
+            method = methods[kind, variant]
+            g = Summary.of(method.samples_ms).p50
+            ratio = ratios[f"{verdict}, {variant}"] = g / b
+            judged = f" (target <= {target}): {'MET' if ratio <= target else 'MISSED'}" if variant == default else ""
+            print(f"  {verdict:<10} {method.name:<24} p50 {g:7.0f} ms / bare {b:.0f} ms = {ratio:.2f}{judged}")
+        if twins_supported():
+            with_twins, without = (Summary.of(methods[kind, v].samples_ms).p50 for v in ("twins", "no twins"))
+            print(f"  {'':<10} the twin pass costs {with_twins - without:+.0f} ms ({with_twins / without:.2f}x)")
+    return ratios
+
+
+def print_grade_details(log: GradeLog, warmup: int) -> dict[str, list[dict[str, float]]]:
+    timed = {name: phases[warmup:] for name, phases in log.phases.items()}
+    for name, phases in timed.items():
+        if phases:
+            print(f"  {name} phases (p50, from GradeReport): {p50_phases(phases)}")
+    if any(set().union(*p) == {"duration_s"} for p in timed.values() if p):
+        print("  (GradeReport exposes no phase timings yet: only duration_s)")
+    for name, plans in log.plans.items():
+        print(f"  {name} plan (GradeReport): {' | '.join(sorted(plans))}")
+    return timed
+
+
+@dataclass
+class PartA:
+    grades: dict[tuple[str, str], Method]
+    bare: Method
+    official: Method
+    log: GradeLog
+    bare_mismatches: list[str] = field(default_factory=list)
+    bare_phases: list[dict[str, float]] = field(default_factory=list)
+    profile: list[tuple[float, str]] = field(default_factory=list)
+
+    @property
+    def methods(self) -> list[Method]:
+        return [*self.grades.values(), self.bare, self.official]
+
+
 def part_a_methods(task: SWETask, bare: Bare) -> PartA:
     part: PartA
-
-    def run_grade() -> None:
-        report = run_sync(grade(task, task.patch, provider="docker"))
-        if report.masked:
-            raise BenchmarkError(f"grade() was masked: {report.masked_reason}")
-        if not report.resolved:
-            part.mismatches.append(f"grade() did not resolve the gold patch: {report.summary()}")
-        part.phases.append({"duration_s": report.duration_s, **phase_times(report)})
-        plan = [str(v) for name in ("install", "eval_plan") if (v := getattr(report, name, None))]
-        part.installs.add("; ".join(plan) or "(not reported)")
 
     def run_bare() -> None:
         _, output, code = bare.run(bare.script(official_script=False))
@@ -250,15 +349,17 @@ def part_a_methods(task: SWETask, bare: Bare) -> PartA:
         status = official.parse_section(task, output)
         failing = [t for t in [*task.fail_to_pass, *task.pass_to_pass] if status.get(t) != "PASSED"]
         if code == 97 or failing:
-            part.mismatches.append(f"bare: exit {code}, not passing: {failing[:5]}; log tail: {output[-500:]!r}")
+            part.bare_mismatches.append(f"bare: exit {code}, not passing: {failing[:5]}; log tail: {output[-500:]!r}")
 
     def run_official() -> None:
         _, output, _ = bare.run(bare.script(official_script=True))
         resolved, _, _ = official.judge(task, official.parse_log(task, output))
         if not resolved:
-            part.mismatches.append(f"bare + official script did not resolve the gold patch: {output[-500:]!r}")
+            part.bare_mismatches.append(f"bare + official script did not resolve the gold patch: {output[-500:]!r}")
 
-    part = PartA(Method("grade()", run_grade), Method("bare", run_bare), Method("bare + official script", run_official))
+    log = GradeLog()
+    grades = grade_methods(log, [(task, task.patch)], [(task, "")], None)
+    part = PartA(grades, Method("bare", run_bare), Method("bare + official script", run_official), log)
     return part
 
 
@@ -270,26 +371,19 @@ def run_part_a(task: SWETask, image: str, rounds: int, warmup: int, token: str) 
     error: BenchmarkError | None = None
     try:
         part.profile = bare.profile_official()
-        interleave([part.grade, part.bare, part.official], rounds, warmup=warmup)
+        interleave(part.methods, rounds, warmup=warmup)
     except BenchmarkError as exc:
         error = exc
         print(f"benchmark failed: {exc}", file=sys.stderr)
     finally:
         leftover = leak_check(token)
-    methods = [part.grade, part.bare, part.official]
-    ratio = float("nan")
-    if all(m.samples_ms for m in methods):
-        print_table("wall time, container start to removal", methods, part.bare)
-        g, b, o = (Summary.of(m.samples_ms).p50 for m in methods)
-        ratio = g / b
-        print(f"  grade/bare = {ratio:.2f} (target <= {TARGET_RATIO}): {'MET' if ratio <= TARGET_RATIO else 'MISSED'}")
-        print(f"  grade - bare = {g - b:+.0f} ms; the official script's extra steps, all run: {o - b:+.0f} ms")
-    timed_phases = part.phases[warmup:]
-    if timed_phases:
-        print(f"  grade() phases (p50, from GradeReport): {p50_phases(timed_phases)}")
-        if set().union(*timed_phases) == {"duration_s"}:
-            print("  (GradeReport exposes no phase timings yet: only duration_s)")
-        print(f"  grade()'s eval-script plan (GradeReport.install): {'; '.join(sorted(part.installs))}")
+    ratios: dict[str, float] = {}
+    if all(m.samples_ms for m in part.methods):
+        print_table("wall time, container start to removal", part.methods, part.bare)
+        ratios = print_ratios(part.grades, part.bare)
+        b, o = Summary.of(part.bare.samples_ms).p50, Summary.of(part.official.samples_ms).p50
+        print(f"  the official script's extra steps, all run: {o - b:+.0f} ms over bare")
+    timed_phases = print_grade_details(part.log, warmup)
     if part.bare_phases[warmup:]:
         print(f"  bare phases (p50): {p50_phases(part.bare_phases[warmup:])}")
     if part.profile:
@@ -297,22 +391,142 @@ def run_part_a(task: SWETask, image: str, rounds: int, warmup: int, token: str) 
         print(f"  official eval script, one untimed traced run ({total * 1000:.0f} ms of traced commands), slowest:")
         for seconds, command in part.profile[:6]:
             print(f"    {seconds * 1000:7.0f} ms  {command}")
-    same = not part.mismatches and error is None
-    print(f"  verdicts agree (grade resolved; bare all FAIL_TO_PASS/PASS_TO_PASS passed): {'yes' if same else 'NO'}")
-    for line in part.mismatches[:10]:
+    mismatches = [*part.log.mismatches, *part.bare_mismatches]
+    same = not mismatches and error is None
+    print(
+        "  verdicts agree (grade resolved gold, not empty; bare all FAIL_TO_PASS/PASS_TO_PASS passed): "
+        + ("yes" if same else "NO")
+    )
+    for line in mismatches[:10]:
         print(f"    {line}")
     result = {
-        "samples_ms": {m.name: m.samples_ms for m in methods},
-        "p50_ms": {m.name: Summary.of(m.samples_ms).p50 for m in methods},
-        "grade_over_bare": ratio,
-        "target": TARGET_RATIO,
+        "twins_supported": twins_supported(),
+        "samples_ms": {m.name: m.samples_ms for m in part.methods},
+        "p50_ms": {m.name: Summary.of(m.samples_ms).p50 for m in part.methods},
+        "grade_over_bare": ratios,
+        "targets": {"resolved": TARGET_RESOLVED, "unresolved": TARGET_UNRESOLVED},
         "grade_phases_s": timed_phases,
-        "grade_install": sorted(part.installs),
+        "grade_plans": {name: sorted(plans) for name, plans in part.log.plans.items()},
         "bare_phases_s": part.bare_phases[warmup:],
         "official_script_profile_s": part.profile[:20],
         "bare_test_command": bare.tests,
         "verdicts_agree": same,
-        "mismatches": part.mismatches,
+        "mismatches": mismatches,
+        "error": str(error) if error else None,
+        "leftover": leftover,
+    }
+    return result, same and not leaked(leftover)
+
+
+# -- (a, bundled) grade vs bare on the bundled tasks -----------------------------------------------------------------
+
+
+@dataclass
+class BundledBare:
+    """Each bundled task's own test command in a plain container of the test image, nothing else.
+
+    Per task: ``containers.run(IMG, "sleep infinity", network_mode="none")``, the repository (the tar grade()'s
+    sandbox gets, with its base commit) and both patches copied in, ``git apply`` of the test and gold patches,
+    ``task.eval.test_cmd`` in one ``exec_run`` with grade()'s command environment, ``container.remove(force=True)``.
+    """
+
+    tasks: Sequence[SWETask]
+    image: str
+    token: str
+    mismatches: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        import docker
+
+        from swe_gym.tasks.bundled import repo_archive
+
+        self.client = docker.from_env()
+        self.env = SandboxSpec().command_env()
+        self.archives = {  # built before timing, as grade()'s repository tar is cached per process
+            t.instance_id: (repo_archive(t)[0], patch_tar({"test.patch": t.test_patch, "gold.patch": t.patch}))
+            for t in self.tasks
+        }
+
+    def run_one(self, task: SWETask) -> None:
+        repo, patches = self.archives[task.instance_id]
+        script = (
+            f"cd {task.workdir} && git apply /tmp/test.patch && git apply /tmp/gold.patch || exit 97\n"
+            f"{task.eval.test_cmd} 2>&1\n"
+        )
+        container = self.client.containers.run(
+            self.image,
+            ["sleep", "infinity"],
+            detach=True,
+            network_mode="none",
+            labels={BENCH_LABEL: self.token},
+            working_dir=task.workdir,
+        )
+        try:
+            container.put_archive(task.workdir, repo)
+            container.put_archive("/tmp", patches)
+            result = container.exec_run(["bash", "-c", script], workdir=task.workdir, environment=self.env)
+        finally:
+            container.remove(force=True)
+        output = result.output.decode("utf-8", "replace")
+        status = get_parser(task.eval.log_parser or "pytest")(output)
+        failing = [t for t in [*task.fail_to_pass, *task.pass_to_pass] if not (t in status and status[t].ok)]
+        if result.exit_code == 97 or failing:
+            self.mismatches.append(
+                f"bare {task.instance_id}: exit {result.exit_code}, not passing: {failing[:5]}; {output[-300:]!r}"
+            )
+
+    def run_all(self) -> None:
+        for task in self.tasks:
+            self.run_one(task)
+
+
+def run_part_bundled(rounds: int, warmup: int, token: str, image: str) -> tuple[dict[str, Any], bool]:
+    from swe_gym.tasks import load_tasks
+
+    tasks = [t for t in load_tasks("bundled") if t.eval.test_cmd]
+    print(
+        f"\n== (a, bundled) grade() vs bare on the {len(tasks)} bundled tasks, provider docker, {image}: one sample = "
+        f"every task in turn; {rounds} rounds after {warmup} warm-up(s)"
+    )
+    if not image_present(image):
+        print(f"  image {image!r} is not on this Docker engine: run .ci/build_test_image.sh", file=sys.stderr)
+        return {"error": f"image {image} missing"}, False
+    bare = BundledBare(tasks, image, token)
+    log = GradeLog()
+    spec = SandboxSpec(image=image)
+    grades = grade_methods(log, [(t, t.patch) for t in tasks], [(t, "") for t in tasks], spec)
+    bare_method = Method("bare", bare.run_all)
+    methods = [*grades.values(), bare_method]
+    error: BenchmarkError | None = None
+    try:
+        interleave(methods, rounds, warmup=warmup)
+    except BenchmarkError as exc:
+        error = exc
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+    finally:
+        leftover = leak_check(token)
+    ratios: dict[str, float] = {}
+    if all(m.samples_ms for m in methods):
+        print_table(f"wall time for all {len(tasks)} tasks, container start to removal", methods, bare_method)
+        ratios = print_ratios(grades, bare_method)
+    per_task = warmup * len(tasks)
+    for name, phases in log.phases.items():
+        if phases[per_task:]:
+            print(f"  {name} phases per task (p50, from GradeReport): {p50_phases(phases[per_task:])}")
+    mismatches = [*log.mismatches, *bare.mismatches]
+    same = not mismatches and error is None
+    print(f"  verdicts agree (gold resolved, empty not; bare all tests passed): {'yes' if same else 'NO'}")
+    for line in mismatches[:10]:
+        print(f"    {line}")
+    result = {
+        "twins_supported": twins_supported(),
+        "tasks": [t.instance_id for t in tasks],
+        "samples_ms": {m.name: m.samples_ms for m in methods},
+        "p50_ms": {m.name: Summary.of(m.samples_ms).p50 for m in methods},
+        "grade_over_bare": ratios,
+        "targets": {"resolved": TARGET_RESOLVED, "unresolved": TARGET_UNRESOLVED},
+        "verdicts_agree": same,
+        "mismatches": mismatches,
         "error": str(error) if error else None,
         "leftover": leftover,
     }
@@ -436,35 +650,52 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--image", help="image to use instead of the row's")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per method (default: 5)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed warm-up calls per method (default: 1)")
-    parser.add_argument("--parts", nargs="+", choices=("a", "b"), default=["a", "b"], help="parts to run")
+    parser.add_argument(
+        "--bundled-rounds", type=int, default=2, help="timed rounds of the bundled part, at most --rounds (default: 2)"
+    )
+    parser.add_argument(
+        "--bundled-image", default=BUNDLED_IMAGE, help=f"image for the bundled tasks (default: {BUNDLED_IMAGE})"
+    )
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="parts to run (default: all)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the raw numbers to this JSON file")
     args = parser.parse_args(argv)
-    if args.rounds < 1 or args.warmup < 0:
-        parser.error("--rounds must be at least 1 and --warmup at least 0")
+    if args.rounds < 1 or args.warmup < 0 or args.bundled_rounds < 1:
+        parser.error("--rounds and --bundled-rounds must be at least 1 and --warmup at least 0")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        task = load_task(args.row, args.image)
-    except BenchmarkError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    image = task.image or ""
-    if not image_present(image):
-        print(f"image {image!r} is not on this Docker engine: run `python benchmarks/real_image.py`", file=sys.stderr)
-        return 2
-    info = machine_info(image)
+    task: SWETask | None = None
+    if {"a", "b"} & set(args.parts):
+        try:
+            task = load_task(args.row, args.image)
+        except BenchmarkError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        if not image_present(task.image or ""):
+            print(
+                f"image {task.image!r} is not on this Docker engine: run `python benchmarks/real_image.py`",
+                file=sys.stderr,
+            )
+            return 2
+    info = machine_info(task.image if task else args.bundled_image)
     print_machine(info)
-    print(f"task {task.instance_id}: FAIL_TO_PASS {len(task.fail_to_pass)}, PASS_TO_PASS {len(task.pass_to_pass)}")
+    twins = "takes" if twins_supported() else "does not take (yet)"
+    print(f"grade() {twins} `twins`: {', '.join(name for name, _ in grade_variants())}")
+    if task:
+        print(f"task {task.instance_id}: FAIL_TO_PASS {len(task.fail_to_pass)}, PASS_TO_PASS {len(task.pass_to_pass)}")
     token = uuid.uuid4().hex[:12]
-    payload: dict[str, Any] = {"machine": info, "task": task.instance_id, "rounds": args.rounds}
+    payload: dict[str, Any] = {"machine": info, "task": task.instance_id if task else None, "rounds": args.rounds}
     ok = True
-    if "a" in args.parts:
-        payload["grade_vs_bare"], good = run_part_a(task, image, args.rounds, args.warmup, token)
+    if "a" in args.parts and task:
+        payload["grade_vs_bare"], good = run_part_a(task, task.image or "", args.rounds, args.warmup, token)
         ok = ok and good
-    if "b" in args.parts:
+    if "bundled" in args.parts:
+        rounds = min(args.rounds, args.bundled_rounds)
+        payload["bundled_grade_vs_bare"], good = run_part_bundled(rounds, args.warmup, token, args.bundled_image)
+        ok = ok and good
+    if "b" in args.parts and task:
         payload["terminal_step"], good = run_part_b(task, args.rounds, args.warmup, token)
         ok = ok and good
     write_json(args.json, payload)

@@ -4,11 +4,11 @@ per-task-kind choice of eval script, reinstall line, log parser and verdict (swe
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
 
-from swe_gym.errors import SandboxError
 from swe_gym.grading.parsers import TestStatus, get_parser
 from swe_gym.grading.report import GradeReport, TestGroup, classify
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
@@ -93,7 +93,9 @@ async def start_sandbox(
     clock = time.perf_counter()
     try:
         return await provision(task, provider, spec, pool)
-    except SandboxError as exc:
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # SandboxError, or the task's files could not be put in: the environment's failure
         run.infra = f"grading sandbox could not start: {exc}"
         return None
     finally:

@@ -169,17 +169,17 @@ async def _eval(
     """One eval in one fresh sandbox. Never raises: what fails before the patch is in is ``infra`` (masked),
     what fails after it is a problem of the run (judged against the control) or tampering."""
     run = EvalRun(empty=not patch.strip())
-    sandbox = ready or await start_sandbox(task, provider, spec, pool, run)
-    if sandbox is None:
-        if sources is not None and not sources.done():
-            sources.set_exception(GradingError(run.infra or "no sandbox"))
-        return run
     try:
-        return await _eval_in(sandbox, run, task, patch, script, provider, spec, variant, sources)
+        sandbox = ready or await start_sandbox(task, provider, spec, pool, run)
+        if sandbox is None:
+            return run
+        try:
+            return await _eval_in(sandbox, run, task, patch, script, provider, spec, variant, sources)
+        finally:
+            await sandbox.close()
     finally:
         if sources is not None and not sources.done():
             sources.set_exception(GradingError(run.infra or "the pass ended before it read the test files"))
-        await sandbox.close()
 
 
 async def _eval_in(
@@ -545,7 +545,13 @@ async def _grade(
             common["canary"] = f"off for this task (its harness fails it without any patch: {run.canary})"
     status, twin_status = _merged(runs)
     graded = {*task.fail_to_pass, *task.pass_to_pass}
-    passed_twins = sorted(t for t, value in twin_status.items() if t in graded and value in twin_pass.PASSING)
+    # A twin passes honestly where its original fails (an inverted assertion that was false); both passing is
+    # what no test run can show, unless the twin's assertions never run (the gold run tells).
+    passed_twins = sorted(
+        t
+        for t, value in twin_status.items()
+        if t in graded and value in twin_pass.PASSING and t in status and status[t].ok
+    )
     if passed_twins:
         unsound = await _unsound_twins(task, script, provider, spec, pool)
         if isinstance(unsound, str):

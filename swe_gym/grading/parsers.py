@@ -46,6 +46,40 @@ def parse_pytest(log: str) -> dict[str, TestStatus]:
     return status
 
 
+_UNITTEST_RESULT = r"(?P<result>ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$"
+_UNITTEST_LINE = re.compile(r"^(?P<test>\S+ \([\w.]+\))(?:\s.*)? \.\.\. " + _UNITTEST_RESULT)
+_UNITTEST_STATUS = {
+    "ok": TestStatus.PASSED,
+    "FAIL": TestStatus.FAILED,
+    "ERROR": TestStatus.ERROR,
+    "expected failure": TestStatus.XFAIL,
+    "unexpected success": TestStatus.FAILED,
+}
+
+
+_UNITTEST_ID = re.compile(r"^\S+ \([\w.]+\)$")
+_UNITTEST_DESCRIBED = re.compile(r"^.* \.\.\. " + _UNITTEST_RESULT)
+
+
+def parse_unittest(log: str) -> dict[str, TestStatus]:
+    """Reads ``python -m unittest -v`` result lines (``test_x (pkg.mod.Class) ... ok``; Python >= 3.11 names
+    the method again inside the parentheses, ``(pkg.mod.Class.test_x)``), as Django's runner prints them too.
+    A test with a docstring gets its id on a line of its own and the result after the docstring's first line."""
+    status: dict[str, TestStatus] = {}
+    pending: str | None = None
+    for line in log.splitlines():
+        line = line.strip()
+        match = _UNITTEST_LINE.match(line)
+        test = match.group("test") if match else None
+        if match is None and pending is not None:
+            match = _UNITTEST_DESCRIBED.match(line)
+            test = pending
+        pending = line if _UNITTEST_ID.match(line) else None
+        if match and test:
+            status[test] = _UNITTEST_STATUS.get(match.group("result"), TestStatus.SKIPPED)
+    return status
+
+
 # --- SWE-smith (github.com/SWE-bench/SWE-smith, PyPI `swesmith`) -------------------------------
 # Each SWE-smith repository has a "profile" (swesmith.profiles) holding its test command and log
 # parser; most use their language's default. The three below are ours, written to give the same
@@ -143,6 +177,7 @@ def parse_r2e_gym(log: str) -> dict[str, TestStatus]:
 
 _PARSERS: dict[str, LogParser] = {
     "pytest": parse_pytest,
+    "unittest": parse_unittest,
     "swesmith:python": parse_swesmith_pytest,
     "swesmith:go": parse_swesmith_go,
     "swesmith:rust": parse_swesmith_cargo,

@@ -4,6 +4,7 @@ on each real provider and must score 0, unresolved and unmasked."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from swe_gym.sandbox import SandboxSpec
 from tests.conftest import leftover_sandboxes, provider_setup
-from tests.redteam.attacks import ATTACKS, TASK, Attack, patch_attacks, predictions_jsonl
+from tests.redteam.attacks import ATTACKS, HONEST_WRONG, TASK, Attack, patch_attacks, predictions_jsonl
 from tests.test_cli import swe_gym
 
 PROVIDERS = ["local", "docker", "apptainer", "opensandbox"]
@@ -41,6 +42,22 @@ def _episode(attack: Attack, provider: str) -> tuple[float, dict]:
         env.close()
 
 
+#: The Python an attack writes (``write``) or puts at the top of a module (``prepend``).
+_HEREDOC = re.compile(r"cat (?:> (\S+) )?<<'SWEGYM_EOF'\n(.*?)\nSWEGYM_EOF", re.S)
+
+
+def test_attack_payloads_compile() -> None:
+    """A payload that does not compile scores 0 on any grader: caught here, with no provider."""
+    names = [attack.name for attack in ATTACKS]
+    assert len(names) == len(set(names))
+    for attack in ATTACKS:
+        for command in attack.commands:
+            for match in _HEREDOC.finditer(command):
+                path = match.group(1)
+                if path is None or path.endswith(".py"):
+                    compile(match.group(2), f"{attack.name}: {path or 'prepended code'}", "exec")
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_attack_scores_zero_and_is_not_masked(attack: Attack, provider: str) -> None:
@@ -54,6 +71,16 @@ def test_attack_scores_zero_and_is_not_masked(attack: Attack, provider: str) -> 
     for prefix in attack.restores:
         assert any(path.startswith(prefix) for path in restored), (prefix, restored)
     for text in attack.patch_has:
+        assert text in info["patch"], (text, info["patch"][:2000])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_honest_wrong_patch_is_not_called_tampering(provider: str) -> None:
+    """The zeros above mean something only if the grader tells forgery from a patch that is merely wrong."""
+    reward, info = _episode(HONEST_WRONG, provider)
+    assert reward == 0.0 and not info["resolved"] and not info["masked"], info.get("report")
+    assert not info["report"]["tampering"], info["report"]["unresolved_reason"]
+    for text in HONEST_WRONG.patch_has:
         assert text in info["patch"], (text, info["patch"][:2000])
 
 
