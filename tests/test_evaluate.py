@@ -233,7 +233,8 @@ def test_default_workers_are_bounded() -> None:
     assert args.workers == min(4, os.cpu_count() or 1)
 
 
-def test_a_grading_that_raises_is_that_instance_s_error(tmp_path: Path) -> None:
+def test_a_provider_that_raises_masks_only_the_instances_it_touches(tmp_path: Path) -> None:
+    """A sandbox that cannot start, whatever the provider raised, is the environment's failure: masked."""
     from swe_gym.grading.evaluation import evaluate, gold_predictions
     from swe_gym.sandbox.loop import run_sync
 
@@ -250,7 +251,8 @@ def test_a_grading_that_raises_is_that_instance_s_error(tmp_path: Path) -> None:
             on_result=lambda result, done, total: seen.append((result.status, done, total)),
         )
     )
-    assert report.error_ids == sorted(t.instance_id for t in tasks) and report.completed_ids == []
-    assert set(report.swe_gym.errors.values()) == {"grading failed: RuntimeError: boom"}
-    assert sorted(seen) == [("error", 1, 3), ("error", 2, 3), ("error", 3, 3)]
+    assert report.resolved_ids == [] and report.error_ids == sorted(t.instance_id for t in tasks)  # masked count
+    assert set(report.swe_gym.masked) == {t.instance_id for t in tasks}
+    assert set(report.swe_gym.masked.values()) == {"grading sandbox could not start: boom"}
+    assert sorted(seen) == [("masked", 1, 3), ("masked", 2, 3), ("masked", 3, 3)]
     assert report.path == tmp_path / "boom" / "gold.boom.json" and report.path.is_file()

@@ -134,7 +134,7 @@ async def _reinstall(
     """Run the eval script's reinstall (the patch's build code) on its own, then check what it wrote outside
     the work tree; what it wrote inside is restored by the `_restore` that follows."""
     before, after = f"{SCRATCH}/site.before", f"{SCRATCH}/site.after"
-    script = f'{head}{env.listing_command(before)}\n{install}\necho "swe_gym: reinstall exit $?"\n'
+    script = f'{head}mkdir -p {SCRATCH}\n{env.listing_command(before)}\n{install}\necho "swe_gym: reinstall exit $?"\n'
     script += f"{env.listing_command(after)}\n"
     result = await sandbox.exec(script, timeout=max(task.eval.timeout_s, 300), max_output_bytes=1 << 20)
     run.install_log = result.output[-LOG_TAIL:]
@@ -397,7 +397,8 @@ async def _two_passes(
     ready: AsyncSandbox | None,
 ) -> tuple[list[EvalRun], twin_pass.PassPlan | str]:
     """Both passes at once, each in a fresh sandbox; the first reads the test files (before the patch) the
-    twins are made from, unless cached. One that shows the patch unresolved on its own ends the other."""
+    twins are made from, unless cached. Both run to the end: each test's status comes from the pass that ran
+    its original (partial rewards count them)."""
     loop = asyncio.get_running_loop()
     key = _sources_key(task, provider, spec)
     sources: asyncio.Future[twin_pass.TwinSources] = loop.create_future()
@@ -423,27 +424,12 @@ async def _two_passes(
             return [await first], plan
         for future, test_patch, ids in zip(variants, plan.patches, plan.twinned, strict=True):
             future.set_result(_Pass(test_patch, ids))
-        pending = {first, second}
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            if pending and any(_evidently_unresolved(task, job.result()) for job in done):
-                return [job.result() for job in done], plan
-        return [first.result(), second.result()], plan
+        return list(await asyncio.gather(first, second)), plan
     finally:
         for job in (first, second):
             if not job.done():
                 job.cancel()
         await asyncio.gather(first, second, return_exceptions=True)
-
-
-def _evidently_unresolved(task: SWETask, run: EvalRun) -> bool:
-    """A clean pass in which a graded test (its original, not its twin) failed: unresolved whatever the other shows."""
-    if run.infra or run.problems:
-        return False  # masked, or judged against the control: wait for the other pass
-    if run.tampered or (not run.empty and not run.applied):
-        return True
-    originals = [t for t in (*task.fail_to_pass, *task.pass_to_pass) if t not in run.twins]
-    return any(t not in run.status or not run.status[t].ok for t in originals)
 
 
 def _merged(runs: list[EvalRun]) -> tuple[dict[str, TestStatus], dict[str, TestStatus]]:
@@ -566,6 +552,7 @@ async def _grade(
                 "results it did not see"
             )
             log.warning("grading of %s: tampering detected: %s", task.instance_id, reason)
+            common["test_status"] = status  # what the originals showed, for the record (flaky tests show here)
             return _unresolved(task, started, f"tampering detected: {reason}", tampering=True, **common)
         common["twins"] = f"{common['twins']}; {len(unsound)} pass under gold too (no check for them)"
     resolved, f2p, p2p = judge_status(task, status)

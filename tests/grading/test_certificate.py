@@ -158,23 +158,28 @@ def test_a_test_that_flips_between_runs_is_flaky(tmp_path: Path) -> None:
     certificate = run_sync(validate([task], k=2, provider={"type": "local", "isolation": "none"}, workers=2))
     entry = certificate.instances[task.instance_id]
     flaky = entry.flaky["tests/test_flaky.py::test_flips"]
-    assert sorted(flaky.gold) == sorted(flaky.empty) == ["FAILED", "PASSED"] and flaky.graded
+    # The empty patch grades in one pass, so its runs alternate exactly; gold grades in two concurrent passes (a
+    # twin of the flipping test in one of them), so which run sees which count is a race, and a flip between the
+    # passes can even read as tampering: a flaky graded test fails the certificate either way.
+    assert sorted(flaky.empty) == ["FAILED", "PASSED"] and flaky.graded
     assert list(entry.flaky) == ["tests/test_flaky.py::test_flips"]  # the steady tests are not flaky
-    assert not entry.passed and entry.gold_resolved == 1
+    assert not entry.passed and entry.gold_resolved <= 1
     assert any(p.startswith("flaky graded tests") and "test_flips" in p for p in entry.problems)
     assert certificate.summary.flaky_ids == [task.instance_id]
 
 
-def test_a_grading_that_raises_is_a_problem_and_the_run_goes_on() -> None:
+def test_a_provider_that_raises_masks_the_run_and_the_run_goes_on() -> None:
+    """A sandbox that cannot start, for whatever reason, is the environment's failure: masked, never a raise."""
     tasks = [GOOD, ABSENT]
     certificate = run_sync(validate(tasks, k=1, provider=FakeExplodingProvider(), workers=2))
     assert certificate.summary.failed_ids == sorted(t.instance_id for t in tasks)
     entry = certificate.instances[GOOD.instance_id]
-    assert entry.errors == [
-        "gold run 1: grading failed: RuntimeError: boom",
-        "empty run 1: grading failed: RuntimeError: boom",
+    assert entry.errors == []
+    assert entry.masked_reasons == [
+        "gold run 1: grading sandbox could not start: boom",
+        "empty run 1: grading sandbox could not start: boom",
     ]
-    assert "gold patch grading failed in 1/1 runs (grading failed: RuntimeError: boom)" in entry.problems
+    assert entry.gold_masked == entry.empty_masked == 1 and not entry.passed
 
 
 def test_flakiness_is_judged_per_patch() -> None:
