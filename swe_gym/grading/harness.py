@@ -83,6 +83,9 @@ async def _base_environment(
     return _ENVIRONMENTS[key]
 
 
+_CONFIG_BYTES = 1 << 20
+
+
 async def _config_texts(sandbox: AsyncSandbox, changed: dict[str, str]) -> dict[str, tuple[str | None, str | None]]:
     """(base, patched) text of each changed tox.ini / setup.cfg / pyproject.toml; a patched one that is not a
     regular file of a sane size (a directory, a link, a device) reads as unreadable, so it differs and goes back."""
@@ -102,9 +105,6 @@ async def _config_texts(sandbox: AsyncSandbox, changed: dict[str, str]) -> dict[
             patched = read.output if ok else "\0unreadable"
         texts[path] = (base.output if base.exit_code == 0 else None, patched)
     return texts
-
-
-_CONFIG_BYTES = 1 << 20
 
 
 async def _restore(
@@ -478,6 +478,13 @@ async def _grade(
     twins: bool,
 ) -> GradeReport:
     plan: twin_pass.PassPlan | str = "off (twins=False)" if twins is False else "not needed (empty patch)"
+    if (
+        twins
+        and patch.strip()
+        and (script or task.eval.eval_script)
+        and task.test_patch not in (script or task.eval.eval_script or "")
+    ):
+        twins, plan = False, "none: the eval script does not apply the task's test patch as written"
     if twins and patch.strip() and task.test_patch.strip():
         runs, plan = await _two_passes(task, patch, script, provider, spec, pool, ready)
     else:
