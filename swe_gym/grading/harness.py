@@ -23,7 +23,8 @@ import json
 import logging
 import shlex
 import time
-from collections.abc import Awaitable, Collection
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Literal
 
 from swe_gym.errors import ChannelTamperedError, GradingError, SandboxError, TaskError
@@ -140,19 +141,19 @@ async def _reinstall(
     run.install_log = result.output[-LOG_TAIL:]
     listing = await sandbox.read_file(before, max_bytes=1 << 30), await sandbox.read_file(after, max_bytes=1 << 30)
     pth = {}
-    for path in env.pth.keys() | {p for p in site_check.changed_pth(*listing)}:
+    for path in site_check.changed_pth(*listing):  # only a changed .pth can have gained start-up code
         read = await sandbox.exec(f"head -c 1048576 {shlex.quote(path)} 2>/dev/null", timeout=60)
         pth[path] = read.output
     commands = {"pytest", "py.test", "tox", "nosetests", *site_check.commands_of(task.eval.test_cmd or "")}
     run.tampered = site_check.verify_reinstall(env, *listing, pth, commands)
 
 
+@dataclass(frozen=True)
 class _Pass:
     """What one of a grading's passes runs: the test patch (with the twins of this pass) and their ids."""
 
-    def __init__(self, test_patch: str, twins: Collection[str] = ()) -> None:
-        self.test_patch = test_patch
-        self.twins = set(twins)
+    test_patch: str
+    twins: frozenset[str] = frozenset()
 
 
 async def _eval(
@@ -234,7 +235,7 @@ async def _eval_in(
                     return run
         run.timings["apply"] = round(time.perf_counter() - clock, 4)
         chosen = await variant if variant is not None else _Pass(task.test_patch)
-        run.twins = chosen.twins
+        run.twins = set(chosen.twins)
         if chosen.test_patch != task.test_patch and task.test_patch in body:
             body = body.replace(task.test_patch, chosen.test_patch)
         nonce = tamper.new_nonce()
@@ -383,10 +384,6 @@ def _sources_key(task: SWETask, provider: ProviderLike, spec: SandboxSpec) -> tu
     return (_provider_key(provider), spec.image or task.image or "", task.instance_id, digest)
 
 
-async def _given(chosen: _Pass) -> _Pass:
-    return chosen
-
-
 async def _two_passes(
     task: SWETask,
     patch: str,
@@ -457,9 +454,9 @@ async def _unsound_twins(
     plan = twin_pass.plan_passes(task, _SOURCES[key], every=True)
     if isinstance(plan, str):
         return plan
-    run = await _eval(
-        task, task.patch, script, provider, spec, pool, None, _given(_Pass(plan.patches[0], plan.twinned[0]))
-    )
+    chosen: asyncio.Future[_Pass] = asyncio.get_running_loop().create_future()
+    chosen.set_result(_Pass(plan.patches[0], plan.twinned[0]))
+    run = await _eval(task, task.patch, script, provider, spec, pool, None, chosen)
     if run.infra or run.tampered or not run.applied:
         return run.infra or run.tampered or "the gold patch did not apply"
     _UNSOUND[key] = {t for t in plan.twinned[0] if run.status.get(t) in twin_pass.PASSING}
