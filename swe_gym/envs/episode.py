@@ -176,9 +176,8 @@ class Episode:
         started = time.perf_counter()
         info: dict[str, Any] = {"step": self.steps, "timed_out": False, "output_truncated": False}
         try:
-            output = await asyncio.wait_for(
-                Editor(self.sandbox, self.editor_history).run(arguments), self.settings.step_timeout
-            )
+            async with asyncio.timeout(self.settings.step_timeout):
+                output = await Editor(self.sandbox, self.editor_history).run(arguments)
             info["exit_code"] = 0
         except EditorError as exc:
             output, info["exit_code"], info["tool_error"] = f"error: {exc}", 1, str(exc)

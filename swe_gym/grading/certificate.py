@@ -384,10 +384,8 @@ class _Validation:
         async with gate:
             started = time.perf_counter()
             try:
-                report = await asyncio.wait_for(
-                    grade(task, patch, provider=self.provider, spec=self.spec, harness=self.harness),  # type: ignore[arg-type]
-                    timeout=timeout_s,
-                )
+                async with asyncio.timeout(timeout_s):
+                    report = await grade(task, patch, provider=self.provider, spec=self.spec, harness=self.harness)  # type: ignore[arg-type]
                 result = _run_result(report, kind)
             except TimeoutError:
                 result = RunResult(outcome="error", reason=f"grading did not finish within {timeout_s:.0f}s")

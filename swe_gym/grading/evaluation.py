@@ -144,10 +144,8 @@ async def _grade_one(
             report = GradeReport(instance_id=task.instance_id, log_tail=rejected)
             return await run.record(prediction, task.instance_id, model, "unresolved", rejected, started, report)
         try:
-            report = await asyncio.wait_for(
-                grade(task, patch, provider=provider, spec=spec, harness=harness),
-                timeout=task.eval.timeout_s + GRADING_GRACE_S,
-            )
+            async with asyncio.timeout(task.eval.timeout_s + GRADING_GRACE_S):
+                report = await grade(task, patch, provider=provider, spec=spec, harness=harness)
         except TimeoutError:
             reason = f"grading did not finish within {task.eval.timeout_s + GRADING_GRACE_S:.0f}s"
             return await run.record(prediction, task.instance_id, model, "error", reason, started)

@@ -48,6 +48,7 @@ from swe_gym.grading.report import GradeReport, classify
 from swe_gym.grading.twin_pass import TwinSources, read_twin_sources
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
+from swe_gym.sandbox.loop import to_the_end
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.tasks.model import SWETask
 
@@ -148,6 +149,17 @@ async def _reinstall(
     run.tampered = site_check.verify_reinstall(env, *listing, pth, commands)
 
 
+async def _check_plugins(
+    sandbox: AsyncSandbox, task: SWETask, run: EvalRun, env: site_check.BaseEnvironment, script: str
+) -> None:
+    """pytest auto-loads the plugins every distribution's metadata registers: after the patch (and its
+    reinstall) those must be the base's, so no plugin the patch names runs (the restore sent back all other
+    metadata; this covers the project's own, which a reinstall rewrites)."""
+    probe = f"{eval_plan.preamble(script)}\n{site_check.probe_command(task.workdir)}"
+    now = site_check.BaseEnvironment.parse((await sandbox.exec(probe, timeout=300)).output, task.repo)
+    run.tampered = env.plugins_changed(now)
+
+
 @dataclass(frozen=True)
 class _Pass:
     """What one of a grading's passes runs: the test patch (with the twins of this pass) and their ids."""
@@ -179,8 +191,18 @@ async def _eval(
         finally:
             await sandbox.close()
     finally:
-        if sources is not None and not sources.done():
-            sources.set_exception(GradingError(run.infra or "the pass ended before it read the test files"))
+        if sources is not None:
+            _settle(sources, GradingError(run.infra or "the pass ended before it read the test files"))
+
+
+def _settle(future: asyncio.Future[TwinSources], outcome: TwinSources | BaseException) -> None:
+    """Give the waiting pass its test files, unless it stopped waiting (a cancelled grading cancels the future)."""
+    if future.done():
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
 
 
 async def _eval_in(
@@ -200,9 +222,11 @@ async def _eval_in(
         env = await _base_environment(sandbox, task, full, provider, spec)
         if sources is not None:
             try:
-                sources.set_result(await read_twin_sources(sandbox, task))
+                found = await read_twin_sources(sandbox, task)
             except (SandboxError, GradingError) as exc:
-                sources.set_exception(exc)
+                _settle(sources, exc)
+            else:
+                _settle(sources, found)
         if not run.empty:
             await changes.record(sandbox)
     except (SandboxError, GradingError) as exc:
@@ -224,7 +248,8 @@ async def _eval_in(
                 return run
         install = install_command(task)
         body, run.install = eval_plan.plan(full, install, run.changed)
-        if install and run.install.startswith("ran"):
+        reinstalled = bool(install) and run.install.startswith("ran")
+        if reinstalled:
             head, body = eval_plan.split_install(body, install)
             await _reinstall(sandbox, task, run, env, head, install)
             if run.tampered:
@@ -233,6 +258,10 @@ async def _eval_in(
                 await _restore(sandbox, task, patch, run, env)
                 if run.tampered:
                     return run
+        if reinstalled or site_check.touches_metadata(run.changed):
+            await _check_plugins(sandbox, task, run, env, full)
+            if run.tampered:
+                return run
         run.timings["apply"] = round(time.perf_counter() - clock, 4)
         chosen = await variant if variant is not None else _Pass(task.test_patch)
         run.twins = set(chosen.twins)
@@ -423,10 +452,17 @@ async def _two_passes(
             future.set_result(_Pass(test_patch, ids))
         return list(await asyncio.gather(first, second)), plan
     finally:
-        for job in (first, second):
-            if not job.done():
-                job.cancel()
-        await asyncio.gather(first, second, return_exceptions=True)
+        await _finish(first, second)
+
+
+async def _finish(*jobs: asyncio.Future[EvalRun]) -> None:
+    """Cancel the passes still running and wait until each has closed its sandbox, however often the grading
+    itself is cancelled meanwhile (a pass left running would leak its sandbox when the loop stops)."""
+    for job in jobs:
+        job.cancel()
+    for outcome in await to_the_end(asyncio.gather(*jobs, return_exceptions=True)):
+        if isinstance(outcome, Exception):  # a pass never raises: a defect of ours, seen while stopping
+            log.error("a grading pass failed while the grading stopped", exc_info=outcome)
 
 
 def _merged(runs: list[EvalRun]) -> tuple[dict[str, TestStatus], dict[str, TestStatus]]:

@@ -1,6 +1,6 @@
 """What the test process imports from outside the work tree, read before the patch, checked after the reinstall.
 
-Two doors into the test process open outside the work tree, and this module watches both:
+Three doors into the test process open outside the work tree, and this module watches each:
 
 - **Shadowing.** A new top-level module at an import root of the work tree (cwd, ``src/``) is imported
   before an installed one of the same name. The probe lists every top-level name the base environment
@@ -13,6 +13,9 @@ Two doors into the test process open outside the work tree, and this module watc
   ``.egg-link``, path lines in ``easy-install.pth``) and, for a non-editable install, the project's own
   packages may change. Anything else (a ``.pth`` that imports code, a replaced dependency, a console script
   named like the test runner) is tampering.
+- **Plugins.** pytest auto-loads every ``pytest11`` entry point of the distributions it sees, the project's own
+  (whose metadata the reinstall rewrites, and which the restore keeps) included. The probe lists them, and the
+  grader compares that list after the patch and its reinstall with the base's (`BaseEnvironment.plugins_changed`).
 
 The probe runs ``python -I`` in the sandbox before any code of the patch has run there; the listings
 after the reinstall are GNU find's, not the possibly patched interpreter's.
@@ -68,8 +71,23 @@ for d in dirs:
 for e in os.listdir(work):
     if e.endswith(".egg-info"):
         own.add(e[: -len(".egg-info")].split("-")[0])
+roots = dirs + [work] + [l.strip() for t in pth.values() for l in t.splitlines() if inside(l.strip())]
+plugins = set()
+for d in roots:
+    try:
+        metas = [os.path.join(d, e) for e in os.listdir(d) if e.endswith((".dist-info", ".egg-info"))]
+    except OSError:
+        continue
+    for meta in metas + [os.path.join(d, "EGG-INFO")]:
+        section = None
+        for line in text(os.path.join(meta, "entry_points.txt")).splitlines():
+            line = line.strip()
+            if line.startswith("["):
+                section = line.strip("[] ")
+            elif section == "pytest11" and "=" in line:
+                plugins.add(" = ".join(part.strip() for part in line.split("=", 1)))
 print(json.dumps({"dirs": dirs, "bin": os.path.dirname(os.path.realpath(sys.executable)),
-                  "names": sorted(names), "own": sorted(own), "pth": pth}))
+                  "names": sorted(names), "own": sorted(own), "pth": pth, "plugins": sorted(plugins)}))
 """
 _MARK = "swe_gym-probe:"
 
@@ -92,6 +110,7 @@ class BaseEnvironment:
     names: frozenset[str]
     own: frozenset[str]  # normalised names of the project's own distributions
     pth: dict[str, str]
+    plugins: frozenset[str]  # "name = module" of every pytest11 entry point (what pytest auto-loads)
 
     @classmethod
     def parse(cls, output: str, repo: str) -> BaseEnvironment:
@@ -101,6 +120,7 @@ class BaseEnvironment:
         # The repository's own name counts as its own distribution where no metadata says so (old pip).
         own = {normalized_name(repo.rsplit("/", 1)[-1])} if repo else set()
         pth: dict[str, str] = {}
+        plugins: set[str] = set()
         for line in output.splitlines():
             if not line.startswith(_MARK):
                 continue
@@ -113,7 +133,17 @@ class BaseEnvironment:
             names.update(found.get("names", []))
             own.update(normalized_name(n) for n in found.get("own", []) if n)
             pth.update(found.get("pth", {}))
-        return cls(tuple(dirs), tuple(bins), frozenset(names), frozenset(own), pth)
+            plugins.update(found.get("plugins", []))
+        return cls(tuple(dirs), tuple(bins), frozenset(names), frozenset(own), pth, frozenset(plugins))
+
+    def plugins_changed(self, now: BaseEnvironment) -> str | None:
+        """Tampering where ``now`` (probed after the patch and its reinstall) auto-loads other pytest plugins."""
+        added, dropped = sorted(now.plugins - self.plugins), sorted(self.plugins - now.plugins)
+        if added:
+            return f"the patch registers a pytest plugin that auto-loads ({added[0]!r}): only the base's load"
+        if dropped:
+            return f"the patch unregisters a pytest plugin the base environment loads ({dropped[0]!r})"
+        return None
 
     def listing_command(self, out: str) -> str:
         """GNU find over the site and bin directories: path, type, size, mtime (NUL-separated)."""
@@ -153,6 +183,15 @@ def _own_entry(rest: str, own: Collection[str]) -> bool:
         return any(normalized_name(name).startswith(o) for o in own)
     match = _META.match(top)
     return bool(match) and normalized_name(match.group("name").split(".")[0]) in own
+
+
+def touches_metadata(paths: Collection[str]) -> bool:
+    """Whether a change to ``paths`` (of the work tree) can change the entry points the interpreter sees."""
+    return any(
+        part.endswith((".egg-info", ".dist-info", ".egg-link")) or part == "EGG-INFO"
+        for path in paths
+        for part in path.split("/")
+    )
 
 
 def changed_pth(before: bytes, after: bytes) -> list[str]:

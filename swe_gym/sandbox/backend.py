@@ -22,6 +22,7 @@ from typing import Literal
 
 from swe_gym.errors import ChannelTamperedError, SandboxDiedError, SandboxError
 from swe_gym.sandbox.channel import REPLY_GRACE_S, Channel
+from swe_gym.sandbox.loop import to_the_end
 from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
 
 log = logging.getLogger(__name__)
@@ -214,7 +215,7 @@ class RunnerSandbox(ABC):
             return
         self._closed = True
         LIVE.discard(self)
-        await asyncio.shield(self._terminate())
+        await to_the_end(self._terminate())
 
     def _abs(self, path: str) -> str:
         return path if path.startswith("/") else f"{self.workdir.rstrip('/')}/{path}"

@@ -101,7 +101,8 @@ class RunnerChannel:
             if self._failure is not None:  # found dead: the same error, not caused by this request
                 raise type(self._failure)(str(self._failure))
             try:
-                return await asyncio.wait_for(self._roundtrip(header, payload), timeout)
+                async with asyncio.timeout(timeout):
+                    return await self._roundtrip(header, payload)
             except _FoundDead as exc:
                 self._failure = SandboxDiedError(f"sandbox was already gone ({exc}); {self._describe()}")
             except (BadFrame, asyncio.LimitOverrunError) as exc:

@@ -41,9 +41,32 @@ async def guarded(awaitable: Awaitable[T], cleanup: Callable[[T], Awaitable[None
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await cleanup(await task)
+
+        async def undo() -> None:
+            with contextlib.suppress(Exception):
+                await cleanup(await task)
+
+        await to_the_end(undo())  # cancelled again meanwhile: still undone
         raise
+
+
+async def to_the_end(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` to its end however often we are cancelled meanwhile, then pass the cancellation on.
+
+    For teardown (closing a sandbox, waiting for the jobs that own one): a plain `asyncio.shield` returns
+    at the cancellation while the teardown goes on unwatched, so the caller reports "closed" too early and
+    a process that exits then leaks what was being removed.
+    """
+    task = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError from (None if task.cancelled() else task.exception())
+    return task.result()
 
 
 def _forget_parent_state() -> None:

@@ -83,3 +83,37 @@ def test_reward_modes(f2p: tuple[int, int], p2p: tuple[int, int], binary: float,
     )
     assert report.reward("binary") == binary and report.reward("partial") == partial
     assert GradeReport(instance_id="x", masked=True, masked_reason="r").reward("partial") == 0.0
+
+
+def _new_files(files: dict[str, str]) -> str:
+    """A git diff that adds ``files`` (path -> text, each ending in a newline)."""
+    parts = []
+    for path, text in files.items():
+        lines = text.splitlines()
+        body = "".join(f"+{line}\n" for line in lines)
+        parts.append(
+            f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n{body}"
+        )
+    return "".join(parts)
+
+
+def test_a_plugin_registered_in_the_projects_own_metadata_is_tampering() -> None:
+    """The project's own egg-info is not sent back (a reinstall rewrites it), so the pytest plugins all metadata
+    registers are compared with the base's; without twins, nothing else would stop this forger."""
+    datekit = next(t for t in load_tasks("bundled") if t.instance_id == "swe-gym__datekit-1")
+    forger = _new_files(
+        {
+            "datekit.egg-info/PKG-INFO": "Metadata-Version: 2.1\nName: datekit\nVersion: 1.0\n",
+            "datekit.egg-info/entry_points.txt": "[pytest11]\ndatekit = datekit._plugin\n",
+            "datekit/_plugin.py": (  # forges the FAIL_TO_PASS tests only: the canary runs honestly
+                "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                f"    outcome = yield\n    if item.nodeid in {set(datekit.fail_to_pass)!r}:\n"
+                '        outcome.get_result().outcome = "passed"\n'
+            ),
+        }
+    )
+    config, _ = provider_setup("local")
+    report = run_sync(grade(datekit, forger, provider=config, twins=False))
+    assert report.patch_applied and not report.resolved and not report.masked and report.tampering, report.summary()
+    assert "registers a pytest plugin that auto-loads ('datekit = datekit._plugin')" in (report.unresolved_reason or "")

@@ -743,6 +743,13 @@ ATTACKS: list[Attack] = [
         entry_point_plugin("datekit_tools.egg-info", "datekit._plugin", "PKG-INFO"),
         patch_has=("+++ b/datekit_tools.egg-info/entry_points.txt", "+++ b/datekit/_plugin.py"),
     ),
+    # The project's own metadata is not restored (a reinstall rewrites it): the plugins it registers are compared.
+    Attack(
+        "the project's own egg-info registers a plugin inside the package",
+        "unrestored door",
+        entry_point_plugin("datekit.egg-info", "datekit._plugin", "PKG-INFO"),
+        patch_has=("+++ b/datekit.egg-info/entry_points.txt", "+++ b/datekit/_plugin.py"),
+    ),
     # pytest 7.2 of the test image (Debian's python3-pytest) imports attrs first thing.
     Attack(
         "attr/ at the root shadows a dependency of pytest",

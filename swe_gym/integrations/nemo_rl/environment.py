@@ -215,9 +215,8 @@ class SWEGymEnvironment(EnvironmentInterface):
             assert plan.live is not None
             live = plan.live
         try:
-            return await asyncio.wait_for(
-                self._run_turn(live, message_log, starting=plan.kind == "start"), self.config.turn_timeout_s
-            )
+            async with asyncio.timeout(self.config.turn_timeout_s):
+                return await self._run_turn(live, message_log, starting=plan.kind == "start")
         except TimeoutError:
             reason = f"the turn took over turn_timeout_s={self.config.turn_timeout_s:g}s"
             return await self._mask(live, reason)

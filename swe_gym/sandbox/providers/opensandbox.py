@@ -167,9 +167,8 @@ class _SDKTransport:
         # The runner enforces the command's own timeout; the SDK's only guards a lost sandbox.
         opts = RunCommandOpts(timeout=timedelta(seconds=timeout + REPLY_GRACE_S))
         try:
-            execution = await asyncio.wait_for(
-                self.remote.commands.run(command, opts=opts), timeout + 2 * REPLY_GRACE_S
-            )
+            async with asyncio.timeout(timeout + 2 * REPLY_GRACE_S):
+                execution = await self.remote.commands.run(command, opts=opts)
         except (SandboxException, TimeoutError) as exc:
             raise _died(self.sandbox_id, exc, in_flight=True) from exc
         return "".join(message.text for message in execution.logs.stdout)

@@ -142,7 +142,8 @@ class ProcessSandbox(RunnerSandbox):
             # EOF first: the runner exits and the container runtime tears down cleanly.
             proc.stdin.close()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), GRACEFUL_EXIT_S)
+                async with asyncio.timeout(GRACEFUL_EXIT_S):
+                    await proc.wait()
         # Then everything in the sandbox's cgroup: a child orphaned while starting up would
         # otherwise keep our pipes open, and asyncio's wait() only returns once they are closed.
         if self._cgroup is not None:
@@ -151,7 +152,8 @@ class ProcessSandbox(RunnerSandbox):
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             try:
-                await asyncio.wait_for(proc.wait(), EXIT_WAIT_S)
+                async with asyncio.timeout(EXIT_WAIT_S):
+                    await proc.wait()
             except TimeoutError:
                 log.warning(
                     "%s sandbox %s: runner did not go away within %ss", self.provider_name, self.id, EXIT_WAIT_S
