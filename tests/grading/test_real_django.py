@@ -95,8 +95,8 @@ class _LenientTextTestResult(unittest.TextTestResult):
 '''
 
 
-def _django_problem() -> str | None:
-    """Why the Django task cannot be graded here (no engine, no row, no image), or None."""
+def row_problem(row: Path, builder: str) -> str | None:
+    """Why the task of ``row`` cannot be graded here (no engine, no row, no image), or None."""
     try:
         import docker
 
@@ -104,30 +104,29 @@ def _django_problem() -> str | None:
         client.ping()
     except Exception as exc:
         return f"no Docker engine ({exc})"
-    if not ROW.is_file():
-        return f"no Django task row at {ROW} (run .ci/build_django_image.sh)"
-    image = json.loads(ROW.read_text()).get("image")
+    if not row.is_file():
+        return f"no task row at {row} (run {builder})"
+    image = json.loads(row.read_text()).get("image")
     try:
         client.images.get(image)
     except Exception:
-        return f"the row's image {image!r} is missing (run .ci/build_django_image.sh)"
+        return f"the row's image {image!r} is missing (run {builder})"
     return None
 
 
-def require_django_row() -> None:
-    """Skip without the Django image or row; under CI their absence is a failure."""
-    problem = _django_problem()
-    if problem is None:
-        return
-    if IN_CI:
-        pytest.fail(f"CI must run the real Django tests: {problem}")
-    pytest.skip(problem)
+def load_row(row: Path, builder: str) -> SWETask:
+    """The task of ``row``; skipped without its image or row, which under CI is a failure."""
+    problem = row_problem(row, builder)
+    if problem is not None:
+        if IN_CI:
+            pytest.fail(f"CI must run the real-image tests: {problem}")
+        pytest.skip(problem)
+    return SWETask.model_validate(json.loads(row.read_text()))
 
 
 @pytest.fixture(scope="module")
 def task() -> SWETask:
-    require_django_row()
-    return SWETask.model_validate(json.loads(ROW.read_text()))
+    return load_row(ROW, ".ci/build_django_image.sh")
 
 
 def graded(task: SWETask, patch: str) -> GradeReport:
@@ -346,7 +345,7 @@ def test_deeply_nested_pyproject_toml_is_graded(task: SWETask) -> None:
 def _no_leftover_containers() -> Iterator[None]:
     """The plain containers these tests start are gone at the end."""
     yield
-    if _django_problem() is None:
+    if row_problem(ROW, ".ci/build_django_image.sh") is None:
         import docker
 
         label = f"swe_gym.test={LABELS['swe_gym.test']}"
