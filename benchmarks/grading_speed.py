@@ -13,7 +13,9 @@ is removed, in one run, side by side, for each of:
   apply ladder, the restore set, the official swebench 4.x eval script with sealed markers, the log parsed by
   swebench's django parser and judged by its rule), with and without the integrity checks' second "twin" pass
   (run concurrently in a second fresh sandbox). It must resolve the task.
-* ``grade(empty, twins)`` and ``grade(empty, no twins)``: the same for the empty patch, which must not resolve it.
+* ``grade(wrong, ...)`` and ``grade(empty, ...)``: the same for a patch that changes the code and fixes nothing (a
+  new module in the package the gold patch edits: `WRONG_PATCH`; it runs every pass of the grader) and for the
+  empty patch (nothing to twin: one pass), neither of which may resolve it.
   Before `grade` takes ``twins`` (checked with ``inspect.signature``) each patch is graded once, as grade() does
   today (``grade(gold, no twins option)``), and the run says so.
 * ``bare``: the plain docker SDK and nothing else: ``containers.run(IMG, "sleep infinity", network_mode="none")``,
@@ -32,12 +34,13 @@ is removed, in one run, side by side, for each of:
   timestamp on every ``set -x`` trace line shows which of its commands take the time.
 
 Ratios printed: ``grade/bare`` of the p50s, resolved (gold; target <= 1.6, a resolved patch runs every pass to the
-end) and unresolved (empty; target <= 1.5), the targets judged for grade()'s default (twins when it has them), and
-what the twin pass costs. grade's phases and plans are printed too when `GradeReport` exposes them (``timings_s`` or
-any other dict of seconds named for phases or timings; ``install``, ``twins``).
+end) and unresolved (wrong and empty; target <= 1.5), the targets judged for grade()'s default (twins when it has
+them), and what the twin pass costs. grade's phases and plans are printed too when `GradeReport` exposes them
+(``timings_s`` or any other dict of seconds named for phases or timings; ``install``, ``twins``).
 
 (a, bundled) The same on the bundled tasks (``load_tasks("bundled")``), provider docker with the test image
-(``swe-gym-test:bookworm``): grade() of the gold and the empty patch, with and without twins, against ``bare``:
+(``swe-gym-test:bookworm``): grade() of the gold, the wrong and the empty patch, with and without twins, against
+``bare``:
 per task a plain container of the image, the task's repository (the tar grade()'s sandbox gets) and both patches
 copied in, ``git apply`` of both, ``task.eval.test_cmd``, removed. One sample is every task in turn (a few rounds:
 ``--bundled-rounds``, 2 by default); the bare log, read by the task's parser, must show every test passing.
@@ -282,14 +285,38 @@ class GradeLog:
         self.plans.setdefault(name, set()).add("; ".join(plan) or "(not reported)")
 
 
+#: A patch that changes the code and fixes nothing (a new module inside the package: no build input, nothing the
+#: grader restores): an honest unresolved patch, which, unlike the empty one, runs every pass of the grader.
+WRONG_PATCH = """diff --git a/{package}/_swe_gym_bench_note.py b/{package}/_swe_gym_bench_note.py
+new file mode 100644
+--- /dev/null
++++ b/{package}/_swe_gym_bench_note.py
+@@ -0,0 +1 @@
++NOTE = "a change that fixes nothing"
+"""
+
+
+def wrong_patch(task: SWETask) -> str:
+    """`WRONG_PATCH` in the package the gold patch edits (its first path's top directory)."""
+    first = next(line for line in task.patch.splitlines() if line.startswith("+++ b/"))
+    return WRONG_PATCH.format(package=first[len("+++ b/") :].split("/", 1)[0])
+
+
+#: (patch kind, the verdict it must get, the grade/bare target of that verdict)
+KINDS = (("gold", "resolved", TARGET_RESOLVED), ("wrong", "unresolved", TARGET_UNRESOLVED),
+         ("empty", "unresolved", TARGET_UNRESOLVED))  # fmt: skip
+
+
 def grade_methods(
-    log: GradeLog, gold: Sequence[tuple[SWETask, str]], empty: Sequence[tuple[SWETask, str]], spec: SandboxSpec | None
+    log: GradeLog, jobs: dict[str, Sequence[tuple[SWETask, str]]], spec: SandboxSpec | None
 ) -> dict[tuple[str, str], Method]:
-    """{(patch kind, variant): Method}: the gold patch (must resolve) and the empty one (must not), each variant."""
+    """{(patch kind, variant): Method}: the gold patch (must resolve), a wrong and the empty one (must not)."""
     methods = {}
     for variant, kw in grade_variants():
-        for kind, jobs, resolved in (("gold", gold, True), ("empty", empty, False)):
-            methods[kind, variant] = log.method(f"grade({kind}, {variant})", jobs, resolved=resolved, spec=spec, **kw)
+        for kind, verdict, _ in KINDS:
+            if kind in jobs:
+                name = f"grade({kind}, {variant})"
+                methods[kind, variant] = log.method(name, jobs[kind], resolved=verdict == "resolved", spec=spec, **kw)
     return methods
 
 
@@ -300,11 +327,13 @@ def print_ratios(methods: dict[tuple[str, str], Method], bare: Method) -> dict[s
     default = grade_variants()[0][0]  # what grade() does when not told: twins when it has them
     if not twins_supported():
         print("  grade() takes no `twins` yet: each patch is graded once, as grade() grades it today")
-    for kind, verdict, target in (("gold", "resolved", TARGET_RESOLVED), ("empty", "unresolved", TARGET_UNRESOLVED)):
+    for kind, verdict, target in KINDS:
+        if (kind, default) not in methods:
+            continue
         for variant in dict(grade_variants()):
             method = methods[kind, variant]
             g = Summary.of(method.samples_ms).p50
-            ratio = ratios[f"{verdict}, {variant}"] = g / b
+            ratio = ratios[f"{verdict} ({kind}), {variant}"] = g / b
             judged = f" (target <= {target}): {'MET' if ratio <= target else 'MISSED'}" if variant == default else ""
             print(f"  {verdict:<10} {method.name:<24} p50 {g:7.0f} ms / bare {b:.0f} ms = {ratio:.2f}{judged}")
         if twins_supported():
@@ -358,7 +387,8 @@ def part_a_methods(task: SWETask, bare: Bare) -> PartA:
             part.bare_mismatches.append(f"bare + official script did not resolve the gold patch: {output[-500:]!r}")
 
     log = GradeLog()
-    grades = grade_methods(log, [(task, task.patch)], [(task, "")], None)
+    jobs = {"gold": [(task, task.patch)], "wrong": [(task, wrong_patch(task))], "empty": [(task, "")]}
+    grades = grade_methods(log, jobs, None)
     part = PartA(grades, Method("bare", run_bare), Method("bare + official script", run_official), log)
     return part
 
@@ -394,7 +424,7 @@ def run_part_a(task: SWETask, image: str, rounds: int, warmup: int, token: str) 
     mismatches = [*part.log.mismatches, *part.bare_mismatches]
     same = not mismatches and error is None
     print(
-        "  verdicts agree (grade resolved gold, not empty; bare all FAIL_TO_PASS/PASS_TO_PASS passed): "
+        "  verdicts agree (grade resolved gold, not wrong or empty; bare all FAIL_TO_PASS/PASS_TO_PASS passed): "
         + ("yes" if same else "NO")
     )
     for line in mismatches[:10]:
@@ -494,7 +524,8 @@ def run_part_bundled(rounds: int, warmup: int, token: str, image: str) -> tuple[
     bare = BundledBare(tasks, image, token)
     log = GradeLog()
     spec = SandboxSpec(image=image)
-    grades = grade_methods(log, [(t, t.patch) for t in tasks], [(t, "") for t in tasks], spec)
+    jobs = {"gold": [(t, t.patch) for t in tasks], "wrong": [(t, wrong_patch(t)) for t in tasks]}
+    grades = grade_methods(log, {**jobs, "empty": [(t, "") for t in tasks]}, spec)
     bare_method = Method("bare", bare.run_all)
     methods = [*grades.values(), bare_method]
     error: BenchmarkError | None = None
@@ -515,7 +546,7 @@ def run_part_bundled(rounds: int, warmup: int, token: str, image: str) -> tuple[
             print(f"  {name} phases per task (p50, from GradeReport): {p50_phases(phases[per_task:])}")
     mismatches = [*log.mismatches, *bare.mismatches]
     same = not mismatches and error is None
-    print(f"  verdicts agree (gold resolved, empty not; bare all tests passed): {'yes' if same else 'NO'}")
+    print(f"  verdicts agree (gold resolved, wrong and empty not; bare all tests passed): {'yes' if same else 'NO'}")
     for line in mismatches[:10]:
         print(f"    {line}")
     result = {

@@ -15,11 +15,16 @@ most of a grade on a small test run, and it changes nothing the tests see:
 - ``locale-gen`` (Django's eval commands run it every time, ~2 s) runs only when a locale
   ``/etc/locale.gen`` enables is not built yet: otherwise it would rebuild the same archive.
   The patch cannot reach either file (they are outside the repository).
+- ``git status``, ``git show`` and ``git diff <base>`` before the tests only print the tree's state into the
+  log, outside the test output the verdict reads (``git status`` alone takes ~0.5 s on Django's tree): they
+  are left out, and with them every git run between the patch and the tests, which a patched repository's
+  git configuration could otherwise turn into code (the grader refuses such patches anyway).
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 
 #: Prepended to every eval script: pip never waits on the network the grading sandbox does not have.
@@ -36,6 +41,9 @@ LOCALE_GEN_GUARD = r"""locale-gen() {
   echo "swe_gym: locale-gen skipped: every locale /etc/locale.gen enables is built"
 }"""
 
+#: The eval script's commands that only print the repository's state (``git status``, ``git show``,
+#: ``git -c core.fileMode=false diff <base>``); a line that is exactly one of them.
+_STATE_ONLY = re.compile(r"git (?:status|show|(?:-c \S+ )*diff [0-9a-f]{7,40})")
 _EDITABLE = re.compile(r"(?:^|[\s;&|])(?:-e|--editable)(?:[\s=]|$)|\bsetup\.py\s+develop\b")
 #: Files a build reads (metadata, entry points, extensions), by name.
 _BUILD_FILES = frozenset(
@@ -103,6 +111,10 @@ def plan(script: str, install: str | None, changed: Mapping[str, str]) -> tuple[
     if re.search(r"(?:^|[\s;&|])locale-gen\b", script):
         head, _, rest = script.partition("\n")
         script = f"{head}\n{LOCALE_GEN_GUARD}\n{rest}" if head.startswith("#!") else f"{LOCALE_GEN_GUARD}\n{script}"
+    script = "\n".join(
+        f": swe_gym: left out, it prints state only: {shlex.quote(line)}" if _STATE_ONLY.fullmatch(line) else line
+        for line in script.splitlines()
+    ) + ("\n" if script.endswith("\n") else "")
     if not install or install not in script.splitlines():
         return script, "none in the eval script"
     if not is_editable(install):

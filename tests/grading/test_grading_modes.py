@@ -7,6 +7,7 @@ skip the reinstall of an editable install unless the patch changes a build input
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,26 @@ def test_the_plan_skips_only_an_editable_install_untouched_by_the_patch() -> Non
     plain = script.replace(INSTALL, "python -m pip install .")
     assert plan(plain, "python -m pip install .", {}) == (plain, "ran (offline): the install is not editable")
     assert plan(script, None, {}) == (script, "none in the eval script")
+
+
+def test_the_plan_leaves_out_the_git_commands_that_only_print_state() -> None:
+    base = "d6f65d25b8acbd299d58b0cc12c65e8ded2985b5"
+    state = ["git status", "git show", f"git -c core.fileMode=false diff {base}"]
+    kept = [
+        "git config --global --add safe.directory /testbed",
+        f"git checkout {base} tests/test_x.py",
+        "git apply -v - <<'EOF_1'",
+        " git status",  # a context line of the test patch: a patch's lines never start with "git"
+        "EOF_1",
+        "git status --porcelain > /tmp/x",  # not only printing: kept
+    ]
+    planned, _ = plan("\n".join(["#!/bin/bash", *state, *kept, "pytest -rA"]) + "\n", None, {})
+    lines = planned.splitlines()
+    assert [line for line in lines if line.startswith(": swe_gym: left out, it prints state only: ")] == [
+        f": swe_gym: left out, it prints state only: '{line}'" for line in state
+    ]
+    assert subprocess.run(["bash", "-n"], input=planned, text=True).returncode == 0  # still a valid script
+    assert all(line in lines for line in kept) and planned.endswith("pytest -rA\n")
 
 
 @pytest.mark.parametrize(
