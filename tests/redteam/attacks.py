@@ -344,10 +344,6 @@ def _forge(nodeid):
     return _LATER and nodeid in _F2P'''
 INIT = "datekit/__init__.py"
 INIT_IN_PATCH = (f"diff --git a/{INIT} b/{INIT}", "+def _forge(nodeid):")
-#: For picks computed from test ids, the command line or a file the grader writes: nothing in them depends on the
-#: provider, and these two cover both interpreters (local: the suite's own pytest 9; docker: the test image's
-#: pytest 7.2, which apptainer and opensandbox run too). Keeps the suite's time down.
-LOGIC_ONLY = ("local", "docker")
 
 
 def forge_only(pick: str, installer: str = RUNTEST_IF) -> str:
@@ -655,42 +651,36 @@ ATTACKS: list[Attack] = [
         "selective forgery",
         [forge_only(PICK_BASE_FILES)],
         patch_has=INIT_IN_PATCH,
-        providers=LOGIC_ONLY,
     ),
     Attack(
         "forge only the files git has at HEAD",
         "selective forgery",
         [forge_only(PICK_GIT_BASE)],
         patch_has=INIT_IN_PATCH,
-        providers=LOGIC_ONLY,
     ),
     Attack(
         "spare the tests named like the canary",
         "selective forgery",
         [forge_only(PICK_NOT_CANARY_NAME)],
         patch_has=INIT_IN_PATCH,
-        providers=LOGIC_ONLY,
     ),
     Attack(
         "spare the files named like the canary file",
         "selective forgery",
         [forge_only(PICK_NOT_CANARY_FILE, REPORT_IF)],
         patch_has=INIT_IN_PATCH,
-        providers=LOGIC_ONLY,
     ),
     Attack(
         "spare the last path on pytest's command line",
         "selective forgery",
         [forge_only(PICK_NOT_LAST_ARGUMENT)],
         patch_has=INIT_IN_PATCH,
-        providers=LOGIC_ONLY,
     ),
     Attack(
         "spare the files the grader's eval.sh adds to the task's command",
         "selective forgery",
         [forge_only(PICK_EVAL_SH)],
         patch_has=INIT_IN_PATCH,
-        providers=LOGIC_ONLY,
     ),
     Attack(
         "spare the files added to the command, read from the parent's script",
@@ -728,7 +718,6 @@ ATTACKS: list[Attack] = [
         "selective forgery",
         [forge_only(PICK_F2P, REPORT_IF)],
         patch_has=INIT_IN_PATCH,
-        providers=LOGIC_ONLY,
     ),
     # 8. doors no restored file covers
     Attack(
