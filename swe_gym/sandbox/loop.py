@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -23,12 +26,26 @@ def background_loop() -> asyncio.AbstractEventLoop:
             _loop = asyncio.new_event_loop()
             threading.Thread(target=_loop.run_forever, name="swe_gym-loop", daemon=True).start()
             # Before the executors behind asyncio.to_thread refuse work at shutdown, which is
-            # when plain atexit handlers would run; later registrations run first.
+            # when plain atexit handlers would run; later registrations run first, so the thread
+            # pool's own handler (registered when concurrent.futures.thread is first imported) is
+            # registered before ours.
+            import concurrent.futures.thread  # noqa: F401
+
             getattr(threading, "_register_atexit", atexit.register)(_close_live_sandboxes)
         return _loop
 
 
 _exiting = False
+
+
+#: Tasks that `guarded` and `to_the_end` await on their owner's behalf: only the owner may cancel them (at exit,
+#: cancelling one from outside would lose what it made, a container being created, before its cleanup sees it).
+_OWNED: weakref.WeakSet[asyncio.Future[Any]] = weakref.WeakSet()
+
+
+def _owned(task: asyncio.Future[T]) -> asyncio.Future[T]:
+    _OWNED.add(task)
+    return task
 
 
 async def guarded(awaitable: Awaitable[T], cleanup: Callable[[T], Awaitable[None]]) -> T:
@@ -37,7 +54,7 @@ async def guarded(awaitable: Awaitable[T], cleanup: Callable[[T], Awaitable[None
     For steps that create something outside the process (a container, a child process):
     cancelling halfway must not orphan it.
     """
-    task = asyncio.ensure_future(awaitable)
+    task = _owned(asyncio.ensure_future(awaitable))
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
@@ -57,7 +74,7 @@ async def to_the_end(awaitable: Awaitable[T]) -> T:
     at the cancellation while the teardown goes on unwatched, so the caller reports "closed" too early and
     a process that exits then leaks what was being removed.
     """
-    task = asyncio.ensure_future(awaitable)
+    task = _owned(asyncio.ensure_future(awaitable))
     cancelled = False
     while not task.done():
         try:
@@ -92,17 +109,27 @@ async def offload(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 
 
 def _close_live_sandboxes() -> None:
-    """At interpreter exit, close what the program forgot to (the loop thread still runs then)."""
+    """At interpreter exit, stop what the program left running and close what it forgot to (the loop thread and
+    the thread pools still run then): work still in flight (a grading sandbox prestarted in the background, a pool
+    filling up) is cancelled and waited for, so a sandbox being created is removed by its own cleanup rather than
+    left half-made when the thread pools stop, and no task dies later with an error nobody reads."""
     global _exiting
     from swe_gym.sandbox.backend import LIVE
 
-    _exiting = True
-
-    async def close_all() -> None:
+    async def wind_down() -> None:
+        pending = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in pending:
+            if task not in _OWNED:
+                task.cancel()
+        for outcome in await asyncio.gather(*pending, return_exceptions=True):
+            if isinstance(outcome, Exception) and not isinstance(outcome, asyncio.CancelledError):
+                log.debug("a background task failed as the program ended: %r", outcome)
         await asyncio.gather(*(box.close() for box in list(LIVE)), return_exceptions=True)
 
-    if LIVE and _loop is not None and _loop.is_running():
-        asyncio.run_coroutine_threadsafe(close_all(), _loop).result(timeout=CANCEL_GRACE_S)
+    _exiting = True
+    if _loop is not None and _loop.is_running():
+        with contextlib.suppress(TimeoutError):
+            asyncio.run_coroutine_threadsafe(wind_down(), _loop).result(timeout=CANCEL_GRACE_S)
 
 
 #: After Ctrl-C, how long to let the cancelled coroutine clean up (close half-made sandboxes).

@@ -138,6 +138,37 @@ def test_program_exit_without_close_removes_the_sandbox(provider_name: str) -> N
     assert created and created not in leftover_sandboxes()[kind]
 
 
+def test_a_script_that_ends_without_env_close_is_quiet_and_leaves_nothing(provider_name: str) -> None:
+    """The common quick experiment: make an env, reset, step, end the script. The grading sandbox the episode
+    prestarts is still being created then: it is removed too, and nothing prints a traceback."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    config, image = PROVIDERS[provider_name]
+    script = (
+        "import json, sys; import gymnasium as gym; import swe_gym;"
+        "env = gym.make('swe_gym/SWE-v0', provider=json.loads(sys.argv[1]), image=sys.argv[2] or None);"
+        "env.reset(seed=0); print(env.step('echo hi')[0].strip())"
+    )
+    run_id = f"noclose{uuid.uuid4().hex[:8]}"
+    ended = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(config), image or ""],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SWE_GYM_RUN_ID": run_id},
+        timeout=600,
+    )
+    assert ended.returncode == 0 and ended.stdout.strip() == "hi", ended.stderr[-3000:]
+    assert "Traceback" not in ended.stderr and "never retrieved" not in ended.stderr, ended.stderr[-3000:]
+    deadline = time.monotonic() + 30  # docker's auto-removal is asynchronous
+    while time.monotonic() < deadline and any(leftover_sandboxes(run_id).values()):
+        time.sleep(0.2)
+    assert not any(leftover_sandboxes(run_id).values()), leftover_sandboxes(run_id)
+
+
 def test_cancelling_a_create_at_any_moment_leaves_nothing(provider_name: str) -> None:
     """Ctrl-C or a closed vector env can cancel a create halfway: no orphan container or process."""
     import asyncio
