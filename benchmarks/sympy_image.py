@@ -160,7 +160,7 @@ def build_image(image: str, repo: Repo, wheel: Path, work: Path) -> None:
     shutil.copy(wheel, context / "wheels")
     (context / "Dockerfile").write_text(DOCKERFILE.format(base=DJANGO_IMAGE))
     log(f"building {image} from {DJANGO_IMAGE}")
-    run(["docker", "build", "-q", "--network", "none", "-t", image, str(context)], timeout=900)
+    run(["docker", "build", "-q", "--force-rm", "--network", "none", "-t", image, str(context)], timeout=900)
 
 
 def stale(image: str, repo: Repo) -> bool:

@@ -194,7 +194,8 @@ def remove_home(home: Path, cgroup: Cgroup | None) -> None:
                 os.chmod(target, 0o700)
             except OSError:
                 pass
-        func(path)
+        with contextlib.suppress(FileNotFoundError):  # removed meanwhile (its own close, a concurrent cleanup)
+            func(path)
 
     callback = {"onexc": unlock_and_retry} if sys.version_info >= (3, 12) else {"onerror": unlock_and_retry}
     if home.exists():
