@@ -16,9 +16,10 @@ most of a grade on a small test run, and it changes nothing the tests see:
   ``/etc/locale.gen`` enables is not built yet: otherwise it would rebuild the same archive.
   The patch cannot reach either file (they are outside the repository).
 - ``git status``, ``git show`` and ``git diff <base>`` before the tests only print the tree's state into the
-  log, outside the test output the verdict reads (``git status`` alone takes ~0.5 s on Django's tree): they
-  are left out, and with them every git run between the patch and the tests, which a patched repository's
-  git configuration could otherwise turn into code (the grader refuses such patches anyway).
+  log, outside the test output the safe grader reads (``git status`` alone takes ~0.5 s on Django's tree): it
+  leaves them out (`without_state_commands`), and with them every git run between the patch and the tests,
+  which a patched repository's git configuration could otherwise turn into code (the grader refuses such
+  patches anyway). ``harness="official"`` keeps them: swebench reads the whole log, ``git diff``'s included.
 """
 
 from __future__ import annotations
@@ -111,10 +112,6 @@ def plan(script: str, install: str | None, changed: Mapping[str, str]) -> tuple[
     if re.search(r"(?:^|[\s;&|])locale-gen\b", script):
         head, _, rest = script.partition("\n")
         script = f"{head}\n{LOCALE_GEN_GUARD}\n{rest}" if head.startswith("#!") else f"{LOCALE_GEN_GUARD}\n{script}"
-    script = "\n".join(
-        f": swe_gym: left out, it prints state only: {shlex.quote(line)}" if _STATE_ONLY.fullmatch(line) else line
-        for line in script.splitlines()
-    ) + ("\n" if script.endswith("\n") else "")
     if not install or install not in script.splitlines():
         return script, "none in the eval script"
     if not is_editable(install):
@@ -125,6 +122,19 @@ def plan(script: str, install: str | None, changed: Mapping[str, str]) -> tuple[
     why = "editable install, no build input changed"
     lines = [f": swe_gym: reinstall skipped: {why}" if line == install else line for line in script.splitlines()]
     return "\n".join(lines) + "\n", f"skipped: {why}"
+
+
+def without_state_commands(script: str) -> str:
+    """``script`` with its ``git status`` / ``git show`` / ``git diff <base>`` lines left out (as ``:`` comments).
+
+    Only for the safe grader, which reads the sealed test output alone: swebench's ``get_logs_eval`` scans the
+    whole log, where ``git diff`` prints the patch, so ``harness="official"`` keeps them to keep its verdicts.
+    """
+    lines = [
+        f": swe_gym: left out, it prints state only: {shlex.quote(line)}" if _STATE_ONLY.fullmatch(line) else line
+        for line in script.splitlines()
+    ]
+    return "\n".join(lines) + ("\n" if script.endswith("\n") else "")
 
 
 #: Where an eval script's set-up ends: it touches the test files or starts the tests.

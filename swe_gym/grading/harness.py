@@ -248,6 +248,7 @@ async def _eval_in(
                 return run
         install = install_command(task)
         body, run.install = eval_plan.plan(full, install, run.changed)
+        body = eval_plan.without_state_commands(body)
         reinstalled = bool(install) and run.install.startswith("ran")
         if reinstalled:
             head, body = eval_plan.split_install(body, install)

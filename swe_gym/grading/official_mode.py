@@ -12,8 +12,9 @@ yields nothing) and judged by swebench's report.
 Where swebench raises (``EvaluationError``: the patch did not apply, the tests timed out) its run
 report counts an error; here that is an unresolved verdict with the reason. What stays ours: the
 sandbox (fresh, no network), and the reinstall and setup planned by `swe_gym.grading.eval_plan` (offline pip;
-skipped for an editable install when no build input changed; the git commands that only print state left out),
-which changes no verdict.
+skipped for an editable install when no build input changed), which changes no verdict. It keeps the script's
+``git status``/``git show``/``git diff`` that the safe grader leaves out: swebench scans the whole log, the patch
+``git diff`` prints included.
 
 None of the integrity checks of the default grader run here, so a patch that rewrites the tests'
 configuration can pass: never train on rewards from this mode.
