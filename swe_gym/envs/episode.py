@@ -30,6 +30,7 @@ from swe_gym.sandbox.loop import offload
 from swe_gym.sandbox.pool import SandboxPool, spec_key
 from swe_gym.sandbox.protocol import SandboxProvider
 from swe_gym.sandbox.spec import SandboxStatus
+from swe_gym.shown_text import to_bytes
 from swe_gym.tasks import SWETask, agent_spec, provision, repo_archive
 from swe_gym.tools import BASH, SUBMIT_TOOL, Editor, EditorError, EditorHistory, ToolCall, ToolCallError, as_tool_call
 
@@ -219,7 +220,9 @@ class Episode:
             info.update(exit_code=0, timed_out=False, output_truncated=False, duration_s=0.0)
             return await self._finish("", info, terminated=True)
         try:
-            result = await self.sandbox.exec(command, timeout=self.settings.step_timeout, shell=self.settings.shell)
+            result = await self.sandbox.exec(
+                to_bytes(command), timeout=self.settings.step_timeout, shell=self.settings.shell
+            )
         except SandboxDiedError as exc:
             info.update(exit_code=-1, timed_out=False, output_truncated=False, duration_s=0.0)
             if getattr(exc, "during_call", False):  # the agent's own command broke it: a verdict, not a mask

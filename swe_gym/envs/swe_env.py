@@ -22,7 +22,7 @@ import gymnasium as gym
 
 from swe_gym.envs.episode import Episode, EpisodeSettings, make_settings, pick_task, warm_up
 from swe_gym.envs.options import EnvOptions
-from swe_gym.envs.text import text_space
+from swe_gym.envs.spaces import env_spaces
 from swe_gym.errors import ConfigError, SandboxError
 from swe_gym.grading.certificate import env_tasks
 from swe_gym.sandbox import AsyncSandbox
@@ -33,11 +33,8 @@ from swe_gym.tasks.loader import TaskSource
 
 log = logging.getLogger(__name__)
 
-#: Longest action the action space declares (a 1 MiB heredoc is a legitimate action).
-MAX_ACTION_CHARS = 1 << 20
 
-
-class SWEEnv(gym.Env[str, str]):
+class SWEEnv(gym.Env[str, Any]):
     """A software-engineering task as a Gymnasium environment.
 
     >>> import gymnasium as gym, swe_gym
@@ -101,8 +98,7 @@ class SWEEnv(gym.Env[str, str]):
         self.spec_base = self.settings.spec
         self.pool = self.settings.pool
         self.render_mode = render_mode
-        self.observation_space = text_space(parsed.max_observation_chars)
-        self.action_space = text_space(MAX_ACTION_CHARS)
+        self.observation_space, self.action_space = env_spaces(parsed.max_observation_chars, parsed.tools)
         self._episode: Episode | None = None
         self._closing: list[Future[None]] = []
         self._owner_pid = os.getpid()  # a forked copy of this env must not close the parent's sandbox
@@ -225,9 +221,9 @@ async def _fork_episodes(episode: Episode, settings: EpisodeSettings, n: int) ->
 
 
 def as_command(action: Any) -> str:
-    """An action as the command it runs: ``str`` as is, ``bytes`` decoded (undecodable bytes kept as escapes)."""
+    """An action as the command it runs (text as an observation shows it: `swe_gym.shown_text`)."""
     if isinstance(action, str):
         return action
-    if isinstance(action, bytes):
-        return action.decode("utf-8", errors="surrogateescape")
-    raise TypeError(f"an SWEEnv action is a bash command string, got {type(action).__name__}")
+    raise TypeError(
+        f"an SWEEnv action is a bash command string (or, with tools=..., a tool call), got {type(action).__name__}"
+    )

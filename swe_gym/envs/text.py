@@ -1,24 +1,10 @@
-"""Text that always fits the declared `gymnasium.spaces.Text` spaces.
+"""Observations as text: what the sandbox printed (`swe_gym.shown_text`), capped in length.
 
-The charset is printable ASCII plus tab and newline. Anything else (accents,
-emoji, ANSI escapes, NUL, U+FFFD from undecodable bytes) is written as a Python
-escape (``\\xe9``, ``\\u2713``, ``\\x1b``), so nothing is lost silently and every
-observation is inside the space without a million-character charset.
+Every character is the one the bytes hold; bytes that are not UTF-8 are marked (``�xe9``), so the text is
+inside the declared `swe_gym.envs.spaces.UnicodeText` and copies of it name the same bytes.
 """
 
 from __future__ import annotations
-
-import re
-import string
-
-from gymnasium import spaces
-
-CHARSET = "".join(sorted(set(string.digits + string.ascii_letters + string.punctuation + " \t\n")))
-_OUTSIDE = re.compile(f"[^{re.escape(CHARSET)}]")
-
-
-def escape(text: str) -> str:
-    return _OUTSIDE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def elide_middle(text: str, max_chars: int) -> str:
@@ -39,9 +25,5 @@ def elide_middle(text: str, max_chars: int) -> str:
 
 
 def to_observation(text: str, max_chars: int) -> str:
-    """Escape ``text`` into the charset and cap it at ``max_chars`` (head and tail kept)."""
-    return elide_middle(escape(text), max_chars)
-
-
-def text_space(max_length: int) -> spaces.Text:
-    return spaces.Text(max_length=max_length, min_length=0, charset=CHARSET)
+    """``text`` capped at ``max_chars`` (head and tail kept)."""
+    return elide_middle(text, max_chars)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from enum import StrEnum
 
 from swe_gym.errors import ConfigError
+from swe_gym.tasks.families.swesmith import swesmith_registry
 
 
 class TestStatus(StrEnum):
@@ -144,7 +145,7 @@ def parse_swesmith_cargo(log: str) -> dict[str, TestStatus]:
 def _swesmith_profile_parser(repo: str) -> LogParser:
     """The log parser of the swesmith package's profile for ``repo`` (``owner__name.commit8``)."""
     try:
-        from swesmith.profiles import registry  # optional: `pip install swesmith`
+        registry = swesmith_registry()  # optional: `pip install swesmith`
     except Exception as exc:  # ImportError, or one of its own unlisted dependencies missing
         raise ConfigError(
             f"log parser 'swesmith:{repo}' is the swesmith package's profile for {repo}, and the package "

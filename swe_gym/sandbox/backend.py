@@ -24,6 +24,7 @@ from swe_gym.errors import ChannelTamperedError, SandboxDiedError, SandboxError
 from swe_gym.sandbox.channel import REPLY_GRACE_S, Channel
 from swe_gym.sandbox.loop import to_the_end
 from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
+from swe_gym.shown_text import to_text
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +40,8 @@ def runner_source() -> str:
 
 
 def decode_output(data: bytes, head_size: int, dropped: int) -> str:
-    """Merge head and tail into text; bytes that are not UTF-8 become U+FFFD."""
-    head = data[:head_size].decode("utf-8", errors="replace")
-    tail = data[head_size:].decode("utf-8", errors="replace")
+    """Merge head and tail into text (`swe_gym.shown_text`: bytes that are not UTF-8 are marked, not lost)."""
+    head, tail = to_text(data[:head_size]), to_text(data[head_size:])
     if not dropped:
         return head + tail
     return f"{head}\n[... {dropped} bytes of output dropped ...]\n{tail}"

@@ -2,9 +2,11 @@
 
 Every read and write goes through the sandbox's runner (`AsyncSandbox.read_file` / ``write_file``, and one
 shell test for what a path is), so it works the same on every provider and never touches the host. Files
-are handled as bytes: ``old_str``/``new_str`` are matched and written as UTF-8 inside whatever bytes the
-file holds, so a file with non-UTF-8 bytes elsewhere is edited without damage. Each failure is an
-`EditorError` whose message says what to do (a missing or non-unique ``old_str`` names the lines).
+are handled as bytes, and text both ways is `swe_gym.shown_text`: ``view`` shows every character the file
+holds (non-UTF-8 bytes marked ``�xe9``), and ``old_str``/``new_str`` are those bytes again, so text copied
+from any view or command output matches exactly, and a file with non-UTF-8 bytes is edited without damage.
+Each failure is an `EditorError` whose message says what to do (a missing or non-unique ``old_str`` names
+the lines).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swe_gym.sandbox import AsyncSandbox
+from swe_gym.shown_text import to_bytes, to_text
 
 SNIPPET_LINES = 4
 MAX_VIEW_BYTES = 16 << 20
@@ -35,12 +38,8 @@ class EditorHistory:
         return EditorHistory({path: list(states) for path, states in self.before.items()})
 
 
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
-
-
 def _numbered(data: bytes, first: int = 1) -> str:
-    lines = _text(data).split("\n")
+    lines = to_text(data).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return "\n".join(f"{number:6}\t{line}" for number, line in enumerate(lines, first))
@@ -137,12 +136,12 @@ class Editor:
         kind, _ = await self._kind(path)
         if kind != "missing":
             raise EditorError(f"{path} already exists; create writes new files only (edit it with str_replace)")
-        await self._write(path, (text or "").encode("utf-8", "surrogateescape"), 0o644, None)
+        await self._write(path, to_bytes(text or ""), 0o644, None)
         return f"File created: {path}"
 
     async def _str_replace(self, path: str, arguments: dict[str, Any]) -> str:
-        old = (_string(arguments, "old_str") or "").encode("utf-8", "surrogateescape")
-        new = (_string(arguments, "new_str", required=False) or "").encode("utf-8", "surrogateescape")
+        old = to_bytes(_string(arguments, "old_str") or "")
+        new = to_bytes(_string(arguments, "new_str", required=False) or "")
         if not old:
             raise EditorError("old_str is empty; give the exact text to replace")
         data, mode = await self._read(path)
@@ -165,7 +164,7 @@ class Editor:
         return f"Edited {path}; the changed lines with context (cat -n):\n{_snippet(edited, line, added)}"
 
     async def _insert(self, path: str, arguments: dict[str, Any]) -> str:
-        new = (_string(arguments, "new_str") or "").encode("utf-8", "surrogateescape")
+        new = to_bytes(_string(arguments, "new_str") or "")
         after = arguments.get("insert_line")
         if not isinstance(after, int) or isinstance(after, bool):
             raise EditorError("insert_line must be an integer: the line after which new_str goes (0: at the top)")

@@ -17,8 +17,8 @@ from gymnasium.vector.utils import batch_space
 
 from swe_gym.envs.episode import pick_task
 from swe_gym.envs.options import EnvOptions
-from swe_gym.envs.swe_env import MAX_ACTION_CHARS, as_command
-from swe_gym.envs.text import text_space
+from swe_gym.envs.spaces import env_spaces
+from swe_gym.envs.swe_env import as_command
 from swe_gym.errors import ConfigError
 from swe_gym.grading.certificate import env_tasks
 from swe_gym.tasks import SWETask, load_tasks
@@ -142,8 +142,9 @@ class BatchedSWEEnv(VectorEnv):
         loaded = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
         self.tasks: list[SWETask] = env_tasks(loaded, options.certificate, options.uncertified)
         self.tasks_by_id = {task.instance_id: task for task in self.tasks}
-        self.single_observation_space = text_space(options.max_observation_chars)
-        self.single_action_space = text_space(MAX_ACTION_CHARS)
+        self.single_observation_space, self.single_action_space = env_spaces(
+            options.max_observation_chars, options.tools
+        )
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.tools = options.tools
@@ -168,7 +169,7 @@ class BatchedSWEEnv(VectorEnv):
             ended = np.flatnonzero(self.needs_reset).tolist()
             raise RuntimeError(f"sub-envs {ended} have ended: reset them with reset(options={{'reset_mask': mask}})")
         if self.tools is not None:  # tool calls go to the episode as they are (it answers bad ones)
-            return [a if not isinstance(a, str | bytes) else as_command(a) for a in actions]
+            return [a if not isinstance(a, str) else as_command(a) for a in actions]
         return [as_command(a) for a in actions]
 
     def batch(self, outcomes: Sequence[Outcome]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

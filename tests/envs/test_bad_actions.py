@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import swe_gym  # noqa: F401 - registers the env
 from swe_gym.errors import ImageNotFoundError
+from swe_gym.shown_text import to_text
 from tests.conftest import ISOLATED, kill_from_outside, provider_setup
 
 STEP_TIMEOUT = 3.0
@@ -23,7 +24,7 @@ STEP_TIMEOUT = 3.0
 HARMLESS_BUT_NASTY = {
     "empty": "",
     "1MB": "echo " + "x" * 1_000_000 + " | wc -c",
-    "binary": b"\xff\xfe\x00\x01echo hi\x80",
+    "binary": to_text(b"\xff\xfe\x00\x01echo hi\x80"),  # bytes as an observation shows them
     "unbalanced-quotes": 'echo "unbalanced',
     "exit": "exit",
     "exec-bash": "exec bash",
@@ -56,7 +57,7 @@ def env(request: pytest.FixtureRequest) -> Iterator[gym.Env]:
     environment.close()
 
 
-def _check_step(env: gym.Env, action: str | bytes) -> dict:
+def _check_step(env: gym.Env, action: str) -> dict:
     obs, reward, terminated, truncated, info = env.step(action)
     assert env.observation_space.contains(obs)
     assert (reward, terminated, truncated) == (0.0, False, False)

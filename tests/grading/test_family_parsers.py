@@ -17,6 +17,7 @@ import pytest
 from swe_gym.errors import ConfigError
 from swe_gym.grading import TestStatus, get_parser
 from swe_gym.grading.parsers import parse_r2e_gym, parse_swesmith_cargo, parse_swesmith_go, parse_swesmith_pytest
+from swe_gym.tasks.families.swesmith import swesmith_registry
 from tests.grading.test_parsers import TESTS as BASE_TESTS
 
 P, F, S, E, XF = TestStatus.PASSED, TestStatus.FAILED, TestStatus.SKIPPED, TestStatus.ERROR, TestStatus.XFAIL
@@ -164,7 +165,7 @@ def test_swesmith_profile_parsers_come_from_its_registry(monkeypatch: pytest.Mon
 
 
 def test_ours_agree_with_the_swesmith_package(swesmith_log: str) -> None:
-    from swesmith.profiles import registry
+    registry = swesmith_registry()
 
     python = registry.get("oauthlib__oauthlib.1fd52536")
     go = registry.get("gin-gonic__gin.3c12d2a8")

@@ -29,6 +29,7 @@ languages need the package. A row's ``image``, ``test_cmd``, ``log_parser``,
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import re
 import shlex
@@ -157,15 +158,32 @@ def _swap_side(path: str, prefix: str) -> str:
     return path
 
 
+def swesmith_registry() -> Any:
+    """The optional swesmith package's profile registry (its import errors propagate).
+
+    Each of its profile modules registers its classes while iterating ``list(globals().items())``. If the
+    cyclic garbage collector runs inside that ``list`` and finalises an object that warns from C (an unclosed
+    file or socket: a ResourceWarning), the warning's registry is added to those very globals and the import
+    fails with "dictionary changed size during iteration". The collector is paused for the import.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        from swesmith.profiles import registry
+    finally:
+        if collecting:
+            gc.enable()
+    return registry
+
+
 @functools.cache
 def _swesmith_registry() -> Any:
     """swesmith's profile registry, or None when the optional package cannot be imported."""
     try:
-        from swesmith.profiles import registry
+        return swesmith_registry()
     except Exception as exc:  # ImportError, or one of its own unlisted dependencies missing
         log.info("swesmith package not importable (%s): using the Python profile's defaults", exc)
         return None
-    return registry
 
 
 def _profile(repo_key: str) -> Any:
