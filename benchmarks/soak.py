@@ -40,7 +40,7 @@ from bench_common import docker_ids, leak_check, leaked, machine_info, print_mac
 
 from swe_gym.sandbox import labels as lbl
 from swe_gym.settings import settings
-from swe_gym.wrappers.vector_env import SWEVectorEnv
+from swe_gym.vector.swe_vector_env import SWEVectorEnv
 
 NUM_ENVS = 8
 ACTION = "echo hi"

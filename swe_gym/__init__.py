@@ -21,6 +21,7 @@ from swe_gym.errors import (
 from swe_gym.grading import GradeReport, grade
 from swe_gym.sandbox import AsyncSandbox, ExecResult, Sandbox, SandboxSpec
 from swe_gym.tasks import SWETask, load_tasks
+from swe_gym.vector import SWEVectorEnv
 
 __version__ = "0.1.0"
 
@@ -43,6 +44,7 @@ __all__ = [
     "SWEEnv",
     "SWEGymError",
     "SWETask",
+    "SWEVectorEnv",
     "Sandbox",
     "SandboxDiedError",
     "SandboxError",

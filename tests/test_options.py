@@ -15,7 +15,7 @@ from swe_gym.cli.model_flags import add_model_flags, model_values
 from swe_gym.envs.options import EnvOptions, TaskSelection
 from swe_gym.policies.llm import LLMConfig
 from swe_gym.sandbox import current_run_id, get_provider
-from swe_gym.wrappers import SWEVectorEnv
+from swe_gym.vector import SWEVectorEnv
 from tests.conftest import IN_CI, provider_setup
 
 

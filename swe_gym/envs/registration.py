@@ -14,6 +14,6 @@ def register_envs() -> None:
         gym.register(
             id=ENV_ID,
             entry_point="swe_gym.envs.swe_env:SWEEnv",
-            vector_entry_point="swe_gym.wrappers.vector_env:SWEVectorEnv",
+            vector_entry_point="swe_gym.vector.swe_vector_env:SWEVectorEnv",
             nondeterministic=True,
         )

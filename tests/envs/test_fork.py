@@ -9,7 +9,7 @@ from gymnasium.vector import AutoresetMode
 
 from swe_gym import SUBMIT
 from swe_gym.errors import ConfigError
-from swe_gym.wrappers import SWEVectorEnv
+from swe_gym.vector import SWEVectorEnv
 from tests.conftest import leftover_sandboxes, provider_setup
 from tests.envs.test_env_api import gold_action
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import swe_gym  # noqa: F401 - registers the env
 from swe_gym.shown_text import to_bytes, to_text
 from swe_gym.tools import TOOL_NAMES
-from swe_gym.wrappers import SWEVectorEnv
+from swe_gym.vector import SWEVectorEnv
 from tests.conftest import provider_setup
 
 #: UTF-8 text of each kind a repository holds: accents, CJK, box drawing, emoji, a zero-width space, a tab.

@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 from swe_gym.tools import TOOL_NAMES
-from swe_gym.wrappers import SWEVectorEnv
+from swe_gym.vector import SWEVectorEnv
 from tests.conftest import provider_setup
 from tests.envs.test_env_api import gold_action
 

@@ -249,7 +249,7 @@ def test_evaluate_skips_or_flags_uncertified_instances(validated, tmp_path: Path
 
 def test_env_skips_or_flags_uncertified_tasks(validated) -> None:
     from swe_gym.envs.swe_env import SWEEnv
-    from swe_gym.wrappers.vector_env import SWEVectorEnv
+    from swe_gym.vector.swe_vector_env import SWEVectorEnv
 
     _, path, _ = validated
     tasks = [GOOD, MISSING_TEST, ABSENT]

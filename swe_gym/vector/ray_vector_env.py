@@ -37,8 +37,8 @@ from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.labels import current_run_id
 from swe_gym.tasks import SWETask
 from swe_gym.tasks.loader import TaskSource
-from swe_gym.wrappers.batch import BatchedSWEEnv, ResetRequest
-from swe_gym.wrappers.vector_env import Reset, SWEVectorEnv
+from swe_gym.vector.batched import BatchedSWEEnv, ResetRequest
+from swe_gym.vector.swe_vector_env import Reset, SWEVectorEnv
 
 try:
     import ray

@@ -28,7 +28,7 @@ from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import background_loop, run_sync
 from swe_gym.tasks import SWETask
 from swe_gym.tasks.loader import TaskSource
-from swe_gym.wrappers.batch import BatchedSWEEnv, ResetRequest
+from swe_gym.vector.batched import BatchedSWEEnv, ResetRequest
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ else:
 from ray.cluster_utils import Cluster
 
 from swe_gym.cli.main import main as swe_gym_cli
-from swe_gym.integrations.ray_vector import RayVectorEnv
 from swe_gym.sandbox import current_run_id, get_provider
 from swe_gym.tasks import load_tasks
+from swe_gym.vector.ray_vector_env import RayVectorEnv
 from tests.conftest import leftover_sandboxes, provider_setup
 
 TASKS = load_tasks("bundled")

@@ -17,7 +17,7 @@ from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.sandbox.providers.local import LocalProvider
 from swe_gym.tasks import load_tasks
-from swe_gym.wrappers import SWEVectorEnv
+from swe_gym.vector import SWEVectorEnv
 from tests.conftest import ISOLATED, kill_from_outside, leftover_sandboxes, provider_setup
 
 TASKS = load_tasks("bundled")
