@@ -10,6 +10,7 @@ import pytest
 
 from swe_gym.errors import ConfigError, ForkNotSupportedError, SandboxDiedError, SandboxError
 from swe_gym.sandbox import AsyncSandbox, Sandbox, SandboxSpec, SandboxStatus
+from swe_gym.shown_text import to_bytes
 from tests.conftest import ISOLATED, PROVIDERS, kill_from_outside, leftover_sandboxes, make_sandbox, provider_setup
 
 
@@ -65,9 +66,10 @@ def test_output_is_capped_keeping_head_and_tail(sandbox: Sandbox) -> None:
     assert len(result.output) < 1200
 
 
-def test_non_utf8_output_is_replaced_not_raised(sandbox: Sandbox) -> None:
+def test_non_utf8_output_is_shown_byte_by_byte_not_raised(sandbox: Sandbox) -> None:
     result = sandbox.exec(r"printf 'a\xff\xfe\x80b\n'")
-    assert result.output == "a\ufffd\ufffd\ufffdb\n"
+    assert result.output == "a\ufffdxff\ufffdxfe\ufffdx80b\n"
+    assert to_bytes(result.output) == b"a\xff\xfe\x80b\n"
 
 
 def test_huge_and_nul_commands_run(sandbox: Sandbox) -> None:
