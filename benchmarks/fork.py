@@ -100,7 +100,7 @@ def step_true(env: gym.Env[str, str]) -> None:
 
 
 def reset_method(name: str, env: gym.Env[str, str], *, wait_pool: bool) -> Method:
-    pool = env.unwrapped.pool  # type: ignore[attr-defined]
+    pool = env.unwrapped.host.settings.pool  # type: ignore[attr-defined]
 
     def before() -> None:
         if wait_pool and pool is not None:

@@ -251,7 +251,7 @@ def opensandbox_create_call(provider: Any, image: str) -> Call:
 @contextmanager
 def native_step(name: str, env: gym.Env[str, str]) -> Iterator[Method]:
     """The runtime's own way to run ``true`` in the env's running sandbox (apptainer: an instance of its SIF)."""
-    backend: Any = env.unwrapped._sandbox.backend  # type: ignore[attr-defined]
+    backend: Any = env.unwrapped.sandbox.backend  # type: ignore[attr-defined]
     if name == "local":
         yield Method("bash -c true (host)", command_call(["bash", "-c", "true"]))
     elif name == "docker":

@@ -65,7 +65,7 @@ def make_env(image: str, pool_size: int, max_steps: int) -> gym.Env[str, str]:
 
 def env_reset(name: str, env: gym.Env[str, str], notes_ms: list[float], *, wait_pool: bool) -> Method:
     """Time ``env.reset``; the pool wait runs before it and the trainer's ``step("true")`` after it, untimed."""
-    pool = env.unwrapped.pool  # type: ignore[attr-defined]
+    pool = env.unwrapped.host.settings.pool  # type: ignore[attr-defined]
 
     def before() -> None:
         if wait_pool and pool is not None:
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         methods = [cold, warm, bare]
         interleave(methods, args.resets, warmup=1)
         del cold_notes[:1], warm_notes[:1]  # the warm-up calls
-        pool_stats = warm_env.unwrapped.pool.stats.model_dump()  # type: ignore[attr-defined]
+        pool_stats = warm_env.unwrapped.host.settings.pool.stats.model_dump()  # type: ignore[attr-defined]
     finally:
         for env in envs:
             env.close()

@@ -239,7 +239,7 @@ def sdk_run_call(client: docker.DockerClient, image: str) -> Call:
 
 
 def container_id_of(env: gym.Env[str, str]) -> str:
-    sandbox = env.unwrapped._sandbox  # type: ignore[attr-defined]
+    sandbox = env.unwrapped.sandbox  # type: ignore[attr-defined]
     if sandbox is None:
         raise BenchmarkError("the env has no live sandbox; reset() it first")
     return str(sandbox.backend.container_id)

@@ -32,6 +32,10 @@ class ImageNotFoundError(SandboxError):
     """The sandbox image does not exist where the provider looks for it."""
 
 
+class ImageNotSetError(ImageNotFoundError, ConfigError):
+    """No image was named where the provider needs one: the caller's mistake, raised, never masked."""
+
+
 class ForkNotSupportedError(SandboxError, NotImplementedError):
     """This provider (or this sandbox's configuration) cannot fork a live sandbox; the message says what is missing."""
 

@@ -12,9 +12,10 @@ import pytest
 
 from swe_gym.cli.main import build_parser
 from swe_gym.cli.model_flags import add_model_flags, model_values
-from swe_gym.envs.options import EnvOptions, TaskSelection
+from swe_gym.envs.options import EnvOptions, HostConfig, TaskSelection
 from swe_gym.policies.llm import LLMConfig
 from swe_gym.sandbox import current_run_id, get_provider
+from swe_gym.tools import TOOL_NAMES
 from swe_gym.vector import SWEVectorEnv
 from tests.conftest import IN_CI, provider_setup
 
@@ -56,11 +57,13 @@ def test_nemo_rl_config_extends_the_one_model() -> None:
         pytest.importorskip("torch")
     from swe_gym.integrations.nemo_rl import SWEGymEnvConfig
 
-    assert issubclass(SWEGymEnvConfig, EnvOptions) and issubclass(SWEGymEnvConfig, TaskSelection)
+    assert issubclass(SWEGymEnvConfig, HostConfig)
     config = SWEGymEnvConfig()
     for name, field in EnvOptions.model_fields.items():
-        if field.default_factory is None:
+        if field.default_factory is None and name != "tools":
             assert getattr(config, name) == field.default, name
+    assert config.tools == list(TOOL_NAMES)  # it accepts tool calls by default, so it takes every tool
+    assert SWEGymEnvConfig(accept_actions=["text"]).tools is None
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""`Episode`: the async core of one episode, shared by `SWEEnv` and `SWEVectorEnv`.
+"""`Episode`: the async core of one episode, run by `swe_gym.envs.host.EpisodeHost` for every front end.
 
 It owns the episode's sandbox, turns actions into observations, and on the
 last step extracts the patch, frees the sandbox and grades in a fresh one. With
@@ -12,31 +12,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import numpy as np
+from typing import Any
 
 from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.prompt import SUBMIT, is_submission, task_prompt
 from swe_gym.envs.text import to_observation
-from swe_gym.errors import ConfigError, GradingError, SandboxDiedError
+from swe_gym.errors import GradingError, SandboxDiedError
 from swe_gym.grading import GradeReport, extract_patch, grade, snapshot
-from swe_gym.grading.certificate import Certificate, load_certificate
-from swe_gym.sandbox import AsyncSandbox, SandboxSpec, get_provider
-from swe_gym.sandbox.facade import ProviderLike
-from swe_gym.sandbox.loop import offload
-from swe_gym.sandbox.pool import SandboxPool, spec_key
+from swe_gym.grading.certificate import Certificate
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.sandbox.protocol import SandboxProvider
 from swe_gym.sandbox.spec import SandboxStatus
 from swe_gym.shown_text import to_bytes
-from swe_gym.tasks import SWETask, agent_spec, provision, repo_archive
+from swe_gym.tasks import SWETask, provision
 from swe_gym.tools import BASH, SUBMIT_TOOL, Editor, EditorError, EditorHistory, ToolCall, ToolCallError, as_tool_call
 
 log = logging.getLogger(__name__)
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+Reset = tuple[str, dict[str, Any]]
 
 
 def _with_call(result: StepResult, call: ToolCall) -> StepResult:
@@ -52,19 +48,13 @@ def _report_close_failure(closing: asyncio.Future[None]) -> None:
 
 @dataclass(frozen=True)
 class EpisodeSettings:
+    """What every episode of a host runs with: its options as given, and what they resolved to."""
+
+    options: EnvOptions
     provider: SandboxProvider
     spec: SandboxSpec
-    max_steps: int
-    step_timeout: float
-    max_observation_chars: int
-    reward_mode: str
-    grade_on_truncation: bool
     pool: SandboxPool | None = None
-    scrub_history: bool | str = True
-    prestart_grading: bool = True
     certificate: Certificate | None = None
-    tools: tuple[str, ...] | None = None  # None: actions are bash strings only
-    shell: Literal["stateless", "persistent"] = "stateless"  # where bash actions run (grading never uses it)
 
 
 class Episode:
@@ -87,7 +77,12 @@ class Episode:
     async def start(self) -> tuple[str, dict[str, Any]]:
         settings, started = self.settings, time.perf_counter()
         self.sandbox = await provision(
-            self.task, settings.provider, settings.spec, settings.pool, agent=True, scrub_history=settings.scrub_history
+            self.task,
+            settings.provider,
+            settings.spec,
+            settings.pool,
+            agent=True,
+            scrub_history=settings.options.scrub_history,
         )
         self._base_tree = await snapshot(self.sandbox)
         self._reset_s = time.perf_counter() - started
@@ -95,16 +90,17 @@ class Episode:
         prompt = task_prompt(
             self.task,
             workdir=self.sandbox.workdir,
-            step_timeout=settings.step_timeout,
-            max_steps=settings.max_steps,
-            shell=settings.shell,
+            step_timeout=settings.options.step_timeout,
+            max_steps=settings.options.max_steps,
+            shell=settings.options.shell,
         )
-        self.last_observation = to_observation(prompt, settings.max_observation_chars)
+        self.last_observation = to_observation(prompt, settings.options.max_observation_chars)
         return self.last_observation, self.reset_info()
 
     def _prestart_grader(self) -> None:
         settings = self.settings
-        if settings.prestart_grading:  # a fresh copy of the task for the grader, ready by the time the agent submits
+        # A fresh copy of the task for the grader, ready by the time the agent submits.
+        if settings.options.prestart_grading:
             self._grader = asyncio.ensure_future(provision(self.task, settings.provider, settings.spec, settings.pool))
 
     def reset_info(self) -> dict[str, Any]:
@@ -120,8 +116,8 @@ class Episode:
         }
         if self.forked_from is not None:
             info.update(forked_from=self.forked_from, step=self.steps)
-        if settings.tools is not None:  # the tool calls it takes (a policy offers these, e.g. in tools=)
-            info["tools"] = list(settings.tools)
+        if settings.options.tools is not None:  # the tool calls it takes (a policy offers these, e.g. in tools=)
+            info["tools"] = list(settings.options.tools)
         if settings.certificate is not None:  # "flag": the task is kept, and says why it is not certified
             reason = settings.certificate.uncertified_reason(self.task.instance_id)
             if reason is not None:
@@ -151,7 +147,7 @@ class Episode:
     async def act(self, action: Any) -> StepResult:
         """One action of an env with ``tools``: a tool call (any shape `swe_gym.tools.as_tool_call` takes) or a
         plain bash string. A call that cannot run is an error observation (a step, never an exception)."""
-        tools = self.settings.tools or ()
+        tools = self.settings.options.tools or ()
         try:
             call = as_tool_call(action)
         except ToolCallError as exc:
@@ -177,7 +173,7 @@ class Episode:
         started = time.perf_counter()
         info: dict[str, Any] = {"step": self.steps, "timed_out": False, "output_truncated": False}
         try:
-            async with asyncio.timeout(self.settings.step_timeout):
+            async with asyncio.timeout(self.settings.options.step_timeout):
                 output = await Editor(self.sandbox, self.editor_history).run(arguments)
             info["exit_code"] = 0
         except EditorError as exc:
@@ -188,7 +184,7 @@ class Episode:
             info.update(exit_code=-1, duration_s=time.perf_counter() - started)
             return await self.end_masked(f"sandbox died: {exc}", info)
         info["duration_s"] = time.perf_counter() - started
-        if self.steps >= self.settings.max_steps:
+        if self.steps >= self.settings.options.max_steps:
             return await self._finish(output, info, terminated=False)
         return self._observe(output), 0.0, False, False, info
 
@@ -207,7 +203,7 @@ class Episode:
             "tool_call_id": call_id,
         }
         output = f"[swe_gym: bad tool call: {reason}]"
-        if self.steps >= self.settings.max_steps:
+        if self.steps >= self.settings.options.max_steps:
             return await self._finish(output, info, terminated=False)
         return self._observe(output), 0.0, False, False, info
 
@@ -221,7 +217,7 @@ class Episode:
             return await self._finish("", info, terminated=True)
         try:
             result = await self.sandbox.exec(
-                to_bytes(command), timeout=self.settings.step_timeout, shell=self.settings.shell
+                to_bytes(command), timeout=self.settings.options.step_timeout, shell=self.settings.options.shell
             )
         except SandboxDiedError as exc:
             info.update(exit_code=-1, timed_out=False, output_truncated=False, duration_s=0.0)
@@ -238,10 +234,10 @@ class Episode:
         )
         output = result.output
         if result.timed_out:
-            output += f"\n[swe_gym: command timed out after {self.settings.step_timeout:g}s and was killed]"
+            output += f"\n[swe_gym: command timed out after {self.settings.options.step_timeout:g}s and was killed]"
         if is_submission(output, result.exit_code):
             return await self._finish(output, info, terminated=True)
-        if self.steps >= self.settings.max_steps:
+        if self.steps >= self.settings.options.max_steps:
             return await self._finish(output, info, terminated=False)
         return self._observe(output), 0.0, False, False, info
 
@@ -289,7 +285,7 @@ class Episode:
         return self._observe(f"[swe_gym: episode masked: {reason}]"), 0.0, False, True, info
 
     def _observe(self, text: str) -> str:
-        self.last_observation = to_observation(text, self.settings.max_observation_chars)
+        self.last_observation = to_observation(text, self.settings.options.max_observation_chars)
         return self.last_observation
 
     async def _finish(
@@ -310,13 +306,13 @@ class Episode:
             note = str(exc)  # the agent broke its repository: graded as an empty patch
         finally:
             self._release_agent_sandbox()
-        if (broken is not None and not patch.strip()) or (not terminated and not settings.grade_on_truncation):
+        if (broken is not None and not patch.strip()) or (not terminated and not settings.options.grade_on_truncation):
             await self.close()  # no grading: the prestarted sandbox goes too
         if broken is not None and not patch.strip():
             report = GradeReport(instance_id=self.task.instance_id, empty_patch=True, unresolved_reason=broken)
             info.update(self._terminal_info(report, "", note), grade_s=0.0)
             return self._observe(f"{output}\n[swe_gym: {report.summary()}]"), 0.0, True, False, info
-        if not terminated and not settings.grade_on_truncation:
+        if not terminated and not settings.options.grade_on_truncation:
             info.update(self._terminal_info(GradeReport(instance_id=self.task.instance_id), patch, note))
             info.update(report=None, grade_s=0.0)
             return self._observe(output + "\n[swe_gym: step limit reached]"), 0.0, False, True, info
@@ -327,7 +323,7 @@ class Episode:
         info.update(self._terminal_info(report, patch, note))
         ending = "" if terminated else "step limit reached; "
         observation = self._observe(f"{output}\n[swe_gym: {ending}{report.summary()}]")
-        return observation, report.reward(settings.reward_mode), terminated, not terminated, info
+        return observation, report.reward(settings.options.reward), terminated, not terminated, info
 
     def _terminal_info(self, report: GradeReport, patch: str, note: str | None) -> dict[str, Any]:
         return {
@@ -340,57 +336,3 @@ class Episode:
             "reset_s": self._reset_s,
             "grade_s": report.duration_s,
         }
-
-
-def make_settings(provider: ProviderLike, options: EnvOptions) -> EpisodeSettings:
-    resolved = get_provider(provider)
-    spec = options.sandbox.model_copy(
-        update={
-            "image": options.image or options.sandbox.image,
-            "exec_timeout_s": options.step_timeout,
-            "max_output_bytes": options.max_observation_chars * 4,
-        }
-    )
-    return EpisodeSettings(
-        provider=resolved,
-        spec=spec,
-        max_steps=options.max_steps,
-        step_timeout=options.step_timeout,
-        max_observation_chars=options.max_observation_chars,
-        reward_mode=options.reward,
-        grade_on_truncation=options.grade_on_truncation,
-        prestart_grading=options.prestart_grading,
-        certificate=load_certificate(options.certificate) if options.certificate is not None else None,
-        tools=tuple(options.tools) if options.tools is not None else None,
-        shell=options.shell,
-        pool=SandboxPool(resolved, options.pool_size) if options.pool_size else None,
-        scrub_history=options.scrub_history,
-    )
-
-
-def pick_task(
-    tasks: Sequence[SWETask], by_id: Mapping[str, SWETask], rng: np.random.Generator, task_id: str | None
-) -> SWETask:
-    """The task named ``task_id``, else one drawn with ``rng`` (so a seed fixes the choice)."""
-    if task_id is None:
-        return tasks[int(rng.integers(len(tasks)))]
-    if task_id not in by_id:
-        raise ConfigError(f"unknown task_id {task_id!r}; this env has {len(tasks)} tasks")
-    return by_id[task_id]
-
-
-async def warm_up(settings: EpisodeSettings, tasks: list[SWETask]) -> None:
-    """Start the pool and build the tasks' repository archives now, not in the first resets."""
-    if settings.pool is None:
-        return
-    # Prepared images are other images: the pool holds what the tasks' resets will start from.
-    specs: dict[str, SandboxSpec] = {}
-    for task in tasks:
-        if len(specs) == settings.pool.max_specs:
-            break
-        spec = await agent_spec(task, settings.spec, settings.provider, settings.scrub_history)
-        specs.setdefault(spec_key(spec), spec)
-    settings.pool.prefetch(specs.values())
-    for task in tasks:
-        if task.repo_source is not None:
-            await offload(repo_archive, task)

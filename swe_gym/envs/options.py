@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
 
 from swe_gym.errors import ConfigError, validation_problems
 from swe_gym.sandbox import SandboxSpec
+from swe_gym.sandbox.protocol import SandboxProvider
 
 
 class TaskSelection(BaseModel):
@@ -74,3 +75,24 @@ class EnvOptions(BaseModel):
             return cls(**options)
         except ValidationError as exc:
             raise ConfigError(f"invalid env options ({validation_problems(exc)})") from None
+
+
+class HostConfig(EnvOptions, TaskSelection):
+    """Everything an episode host is built from: which tasks, how each episode runs, and on which provider.
+
+    Every front end makes one from its own arguments (`SWEEnv`'s keywords, a NeMo RL YAML section). The
+    task source may also be records already loaded (`SWETask` objects or rows), and ``limit`` a ``slice``.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    tasks: str | Path | list[Any] = Field(
+        default="bundled",
+        description="'bundled', a .json/.jsonl/.parquet file, a dataset folder or name, or task records",
+    )
+    limit: Annotated[int, Field(ge=1)] | slice | None = Field(
+        default=None, description="only the first N rows of the source (or a slice of them)"
+    )
+    provider: str | dict[str, Any] | InstanceOf[SandboxProvider] = Field(
+        default="local", description="a provider name, a {type: NAME, ...options} config, or a provider instance"
+    )

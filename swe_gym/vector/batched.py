@@ -15,14 +15,11 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from swe_gym.envs.episode import pick_task
-from swe_gym.envs.options import EnvOptions
+from swe_gym.envs.host import as_command, pick_task
+from swe_gym.envs.options import HostConfig
 from swe_gym.envs.spaces import env_spaces
-from swe_gym.envs.swe_env import as_command
 from swe_gym.errors import ConfigError
-from swe_gym.grading.certificate import env_tasks
-from swe_gym.tasks import SWETask, load_tasks
-from swe_gym.tasks.loader import TaskSource
+from swe_gym.tasks import SWETask
 
 Outcome = tuple[str, float, bool, bool, dict[str, Any]]
 
@@ -122,13 +119,10 @@ class BatchedSWEEnv(VectorEnv):
     def __init__(
         self,
         num_envs: int,
-        tasks: TaskSource,
-        options: EnvOptions,
+        config: HostConfig,
+        tasks: list[SWETask],
         *,
         autoreset_mode: AutoresetMode | str,
-        instance_ids: Iterable[str] | None,
-        split: str,
-        limit: int | slice | None,
         render_mode: str | None,
     ) -> None:
         if num_envs < 1:
@@ -139,15 +133,14 @@ class BatchedSWEEnv(VectorEnv):
         self.render_mode = render_mode
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
-        loaded = load_tasks(tasks, split=split, instance_ids=instance_ids, limit=limit)
-        self.tasks: list[SWETask] = env_tasks(loaded, options.certificate, options.uncertified)
-        self.tasks_by_id = {task.instance_id: task for task in self.tasks}
+        self.config = config
+        self.tasks = tasks
+        self.tasks_by_id = {task.instance_id: task for task in tasks}
         self.single_observation_space, self.single_action_space = env_spaces(
-            options.max_observation_chars, options.tools
+            config.max_observation_chars, config.tools
         )
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self.tools = options.tools
         self.needs_reset = np.ones(num_envs, dtype=bool)
         self.observations: list[str] = [""] * num_envs
         self.closed = False
@@ -168,8 +161,8 @@ class BatchedSWEEnv(VectorEnv):
         if self.autoreset_mode is AutoresetMode.DISABLED and self.needs_reset.any():
             ended = np.flatnonzero(self.needs_reset).tolist()
             raise RuntimeError(f"sub-envs {ended} have ended: reset them with reset(options={{'reset_mask': mask}})")
-        if self.tools is not None:  # tool calls go to the episode as they are (it answers bad ones)
-            return [a if not isinstance(a, str) else as_command(a) for a in actions]
+        if self.config.tools is not None:  # tool calls go to the episode as they are (it answers bad ones)
+            return actions
         return [as_command(a) for a in actions]
 
     def batch(self, outcomes: Sequence[Outcome]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

@@ -28,9 +28,8 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from swe_gym.envs.episode import StepResult
-from swe_gym.envs.options import EnvOptions
-from swe_gym.envs.text import to_observation
+from swe_gym.envs.episode import Reset, StepResult
+from swe_gym.envs.host import host_config, host_tasks, masked_step
 from swe_gym.errors import ConfigError
 from swe_gym.sandbox import get_provider
 from swe_gym.sandbox.facade import ProviderLike
@@ -38,7 +37,7 @@ from swe_gym.sandbox.labels import current_run_id
 from swe_gym.tasks import SWETask
 from swe_gym.tasks.loader import TaskSource
 from swe_gym.vector.batched import BatchedSWEEnv, ResetRequest
-from swe_gym.vector.swe_vector_env import Reset, SWEVectorEnv
+from swe_gym.vector.swe_vector_env import SWEVectorEnv
 
 try:
     import ray
@@ -105,22 +104,12 @@ class RayVectorEnv(BatchedSWEEnv):
             raise ConfigError(f"envs_per_actor must be >= 1, got {envs_per_actor}")
         if call_timeout_s <= 0:
             raise ConfigError(f"call_timeout_s must be > 0, got {call_timeout_s}")
-        parsed = EnvOptions.parse(options)  # a bad option fails here, not in every actor
-        super().__init__(  # the tasks as the actors' envs will have them
-            num_envs,
-            tasks,
-            parsed,
-            autoreset_mode=autoreset_mode,
-            instance_ids=instance_ids,
-            split=split,
-            limit=limit,
-            render_mode=render_mode,
-        )
+        config = host_config(tasks, provider, instance_ids, split, limit, options)  # a bad option fails here
+        # The tasks as the actors' hosts will have them.
+        super().__init__(num_envs, config, host_tasks(config), autoreset_mode=autoreset_mode, render_mode=render_mode)
         self.call_timeout_s = call_timeout_s
-        self._max_observation_chars = parsed.max_observation_chars
         self._provider = provider
         self._options = options
-        self._sandbox = parsed.sandbox
         self.groups = [range(i, min(i + envs_per_actor, num_envs)) for i in range(0, num_envs, envs_per_actor)]
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
@@ -192,7 +181,7 @@ class RayVectorEnv(BatchedSWEEnv):
         return next(g for g, group in enumerate(self.groups) if i in group)
 
     def step(
-        self, actions: Sequence[str]
+        self, actions: Sequence[Any]
     ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         self._check_open()
         commands = self.commands(actions)
@@ -259,7 +248,8 @@ class RayVectorEnv(BatchedSWEEnv):
     def _spawn(self, g: int) -> None:
         self._generation += 1
         self._names[g] = f"{self._uid}-{g}-{self._generation}"
-        sandbox = self._sandbox.model_copy(update={"labels": {**self._sandbox.labels, ACTOR_LABEL: self._names[g]}})
+        base = self.config.sandbox
+        sandbox = base.model_copy(update={"labels": {**base.labels, ACTOR_LABEL: self._names[g]}})
         options = {**self._options, "sandbox": sandbox}
         actor = self._actor_class.options(**self._actor_options).remote(
             len(self.groups[g]), self._tasks_ref, self._provider, self.autoreset_mode, options
@@ -309,8 +299,7 @@ class RayVectorEnv(BatchedSWEEnv):
             self._unreported[g] = reason
 
     def _masked(self, reason: str) -> StepResult:
-        observation = to_observation(f"[swe_gym: episode masked: {reason}]", self._max_observation_chars)
-        return observation, 0.0, False, True, {"masked": True, "masked_reason": reason}
+        return masked_step(reason, self.config.max_observation_chars)
 
     def _check_open(self) -> None:
         if self.closed:

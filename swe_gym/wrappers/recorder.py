@@ -63,7 +63,7 @@ class TrajectoryRecorder(gym.Wrapper):
             "instance_id": info.get("instance_id"),
             "repo": getattr(task, "repo", None),
             "family": getattr(task, "family", None),
-            "provider": info.get("provider", getattr(getattr(self.env.unwrapped, "provider", None), "name", None)),
+            "provider": info.get("provider"),
             "seed": seed,
             "actions": [],
             "observations": [self._cap(observation)],

@@ -145,7 +145,7 @@ def test_close_frees_the_sandbox_even_after_an_exception() -> None:
     provider_setup("local")
     environment = gym.make("swe_gym/SWE-v0")
     environment.reset(seed=0)
-    home = environment.unwrapped._sandbox.backend.home
+    home = environment.unwrapped.sandbox.backend.home
     with pytest.raises(TypeError):
         environment.step(None)
     environment.close()

@@ -26,10 +26,11 @@ def test_branches_diverge_and_are_graded_on_their_own(env: gym.Env) -> None:
     solver, quitter = unwrapped.fork(2)
     try:
         for branch in (solver, quitter):
-            assert branch is not unwrapped and branch.task is unwrapped.task and branch.pool is None
-            assert branch._episode.steps == 2 and branch._episode.last_observation == obs
-            assert branch._sandbox.id != unwrapped._sandbox.id
-            assert branch._episode._grader is not None  # its own prestarted grading sandbox
+            episode, origin = branch.host.episode(0), unwrapped.host.episode(0)
+            assert branch is not unwrapped and branch.task is unwrapped.task and branch.host.settings.pool is None
+            assert episode.steps == 2 and episode.last_observation == obs
+            assert episode.sandbox.id != origin.sandbox.id
+            assert episode._grader is not None  # its own prestarted grading sandbox
         _, _, _, _, info = solver.step(gold_action(unwrapped.task))
         assert info["step"] == 3 and info["exit_code"] == 0
         assert solver.step("cat /tmp/prefix")[0].strip() == "prefix"
@@ -89,7 +90,7 @@ def test_vector_env_forks_sub_envs_from_live_ones() -> None:
             with pytest.raises(ConfigError, match=message):
                 envs.reset(options=options)
         obs, infos = envs.reset(options={"reset_mask": np.array([True, False, False]), "fork_from": [2, None, None]})
-        assert obs[0] == obs[2] and infos["forked_from"][0] == envs._episodes[2].sandbox.id
+        assert obs[0] == obs[2] and infos["forked_from"][0] == envs.host.episode(2).sandbox.id
     finally:
         envs.close()
     assert not any(leftover_sandboxes().values())

@@ -15,7 +15,7 @@ def test_cd_persists_between_steps_and_the_episode_still_grades() -> None:
     try:
         obs, _ = env.reset(seed=0)
         assert "one bash session" in obs
-        workdir, task = env.unwrapped._sandbox.workdir, env.unwrapped.task
+        workdir, task = env.unwrapped.sandbox.workdir, env.unwrapped.task
         assert env.step("mkdir -p scratch && cd scratch && export SWE_GYM_X=kept")[4]["exit_code"] == 0
         assert env.step('pwd; echo "$SWE_GYM_X"')[0] == f"{workdir}/scratch\nkept\n"
         obs, _, _, _, info = env.step("cd .. && rmdir scratch && exec bash -c 'exit 3'")

@@ -19,7 +19,7 @@ def _episode(**options: Any) -> tuple[gym.Env, dict[str, Any]]:
     env = gym.make("swe_gym/SWE-v0", tasks="bundled", provider="local", **options)
     env.reset(seed=0)
     env.step(gold_action(env.unwrapped.task))
-    return env, env.unwrapped._episode  # type: ignore[attr-defined]
+    return env, env.unwrapped.host.episode(0)  # type: ignore[attr-defined]
 
 
 def _submit(env: gym.Env) -> dict[str, Any]:

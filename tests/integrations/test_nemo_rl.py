@@ -263,7 +263,7 @@ def test_last_message_must_be_the_assistants(env: SWEGymEnvironment) -> None:
 def test_dead_sandbox_masks_the_sample_and_post_processing_masks_its_loss(env: SWEGymEnvironment) -> None:
     convs = [Conversation(TASKS[0].instance_id), Conversation(TASKS[1].instance_id)]
     out = turn(env, convs, [bash("true"), bash("true")])
-    kill_from_outside(env._live[out.metadata[0]["episode_id"]].episode.sandbox)
+    kill_from_outside(env.host.episode(out.metadata[0]["episode_id"]).sandbox)
     out = turn(env, convs, [bash("ls"), bash("echo fine")])
     assert out.terminateds.tolist() == [True, False] and out.rewards.tolist() == [0.0, 0.0]
     assert out.metadata[0]["masked"] is True and "sandbox died" in out.metadata[0]["masked_reason"]
@@ -386,7 +386,7 @@ def test_same_history_different_outcomes_each_row_gets_its_own(env: SWEGymEnviro
     the episode tag of their first observation, never by history."""
     convs = [Conversation(TASKS[0].instance_id) for _ in range(6)]
     out = turn(env, convs, [bash("true")] * 6)
-    kill_from_outside(env._live[out.metadata[3]["episode_id"]].episode.sandbox)
+    kill_from_outside(env.host.episode(out.metadata[3]["episode_id"]).sandbox)
     out = turn(env, convs, [bash("true")] * 6)
     assert out.metadata[3]["masked"] is True and not any(m["masked"] for i, m in enumerate(out.metadata) if i != 3)
     for conv in convs:  # the rollout ends (max turns): the metadata NeMo RL keeps is the one sent last
@@ -405,7 +405,7 @@ def test_rollout_hook_masks_rows_fixes_their_reward_and_closes_cut_episodes(env:
     convs = [Conversation(TASKS[0].instance_id) for _ in range(3)] + [Conversation(TASKS[1].instance_id)]
     gold = [gold_action(0), gold_action(0), bash("true"), bash("true")]
     out = turn(env, convs, gold)
-    kill_from_outside(env._live[out.metadata[2]["episode_id"]].episode.sandbox)
+    kill_from_outside(env.host.episode(out.metadata[2]["episode_id"]).sandbox)
     out = turn(env, convs[:3], [bash("submit"), bash("submit"), bash("true")])
     # Masked at once, before its group's gradings end: the task's mean the env knew then (none yet: 0).
     assert out.rewards.tolist() == [1.0, 1.0, 0.0] and out.metadata[2]["masked"]
@@ -495,7 +495,7 @@ def test_hermes_tool_calls_run_in_order_in_one_turn_and_bad_ones_are_answered(en
     assert untagged(message["content"], out.metadata[0]) == (
         "<tool_response>\none\n\n</tool_response>\n<tool_response>\none\ntwo\n\n</tool_response>"
     )
-    assert out.metadata[0]["step"] == 1 and env._live[out.metadata[0]["episode_id"]].episode.steps == 2
+    assert out.metadata[0]["step"] == 1 and env.host.episode(out.metadata[0]["episode_id"]).steps == 2
     # A well-formed call the env cannot run is answered by the env (a step); its id, when given, comes back.
     unknown = '<tool_call>{"name": "grep", "arguments": {"pattern": "x"}, "id": "h1"}</tool_call>'
     out = turn(env, [conv], [unknown])

@@ -116,7 +116,7 @@ def test_reset_info_says_whether_the_sandbox_is_network_isolated(provider: str) 
     env = gym.make("swe_gym/SWE-v0", tasks=[TASK], provider=config, image=image)
     try:
         _, info = env.reset(seed=0)
-        backend = env.unwrapped._episode.sandbox.backend
+        backend = env.unwrapped.sandbox.backend
         expected = not (provider == "opensandbox" and not backend._deny_egress)
         assert info["network_isolated"] is expected
     finally:

@@ -13,6 +13,7 @@ from minisweagent.exceptions import LimitsExceeded, Submitted
 from minisweagent.utils.serialize import recursive_merge
 from pydantic import BaseModel
 
+from swe_gym.envs.options import EnvOptions
 from swe_gym.integrations.minisweagent.protocol import execute_result, host_uname, serialized
 
 
@@ -44,17 +45,17 @@ class EpisodeEnvironment:
 
     def __init__(self, env: gym.Env, reset_info: Mapping[str, Any]) -> None:
         self.env = env
-        settings = getattr(env.unwrapped, "settings", None)
+        settings = env_options(env)
         self.config = EpisodeEnvironmentConfig(
             instance_id=str(reset_info.get("instance_id", "")),
             sandbox_id=str(reset_info.get("sandbox_id", "")),
             provider=str(reset_info.get("provider", "")),
-            max_steps=getattr(settings, "max_steps", None),
-            step_timeout=getattr(settings, "step_timeout", None),
+            max_steps=settings.max_steps if settings else None,
+            step_timeout=settings.step_timeout if settings else None,
         )
         self.steps = 0
         self.final: tuple[str, float, bool, bool, dict[str, Any]] | None = None
-        self._bash_tool = "bash" in (getattr(settings, "tools", None) or ())
+        self._bash_tool = "bash" in ((settings.tools if settings else None) or ())
 
     def execute(self, action: dict, cwd: str = "", *, timeout: float | None = None) -> dict[str, Any]:
         if self.final is not None:
@@ -104,3 +105,9 @@ class EpisodeEnvironment:
 
     def serialize(self) -> dict:
         return serialized(self)
+
+
+def env_options(env: gym.Env) -> EnvOptions | None:
+    """The episode options of an swe_gym env (its host's config); None for another Gymnasium env."""
+    config = getattr(getattr(env.unwrapped, "host", None), "config", None)
+    return config if isinstance(config, EnvOptions) else None

@@ -11,7 +11,7 @@ from minisweagent.agents.default import DefaultAgent
 from pydantic import BaseModel
 
 from swe_gym.envs.prompt import SUBMIT
-from swe_gym.integrations.minisweagent.episode_environment import EpisodeEnvironment
+from swe_gym.integrations.minisweagent.episode_environment import EpisodeEnvironment, env_options
 from swe_gym.integrations.minisweagent.protocol import default_agent_config
 
 log = logging.getLogger(__name__)
@@ -124,8 +124,8 @@ def run_episode(
 
 def _end_unsubmitted(env: gym.Env, environment: EpisodeEnvironment) -> None:
     """The agent stopped without ending the episode: grade its work as a truncated episode, or drop it."""
-    settings = getattr(env.unwrapped, "settings", None)
-    if getattr(settings, "grade_on_truncation", True):
+    settings = env_options(env)
+    if settings is None or settings.grade_on_truncation:
         observation, reward, _, _, info = env.step(SUBMIT)
         environment.steps += 1
         environment.final = (observation, float(reward), False, True, info)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from swe_gym.envs.actions import ActionFormat
-from swe_gym.envs.options import EnvOptions, TaskSelection
+from swe_gym.envs.options import HostConfig
 from swe_gym.errors import ConfigError, validation_problems
 from swe_gym.tools import TOOL_NAMES
 
@@ -17,16 +17,15 @@ from swe_gym.tools import TOOL_NAMES
 ActionKind = Literal["tool_calls", "hermes", "text"]
 
 
-class SWEGymEnvConfig(EnvOptions, TaskSelection):
+class SWEGymEnvConfig(HostConfig):
     """The ``env.<name>`` section of a NeMo RL YAML: what `SWEGymEnvironment` takes.
 
-    The episode options and the task selection are `swe_gym.envs.options`' (the same names, defaults
-    and meaning as for ``swe_gym.SWEEnv``); the rest is how NeMo RL's turns map onto episodes.
+    The episode options, the task selection and the provider are the episode host's (`HostConfig`: the same
+    names, defaults and meaning as for ``swe_gym.SWEEnv``); the rest is how NeMo RL's turns map onto episodes.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    provider: str | dict[str, Any] = Field(default="local", description="a provider name or {type: ..., ...} config")
     action_format: ActionFormat = "bash_block"
     action_tag: str = Field(default="bash", pattern=r"^[A-Za-z][\w.-]*$")
     accept_actions: list[ActionKind] = Field(
@@ -56,11 +55,12 @@ class SWEGymEnvConfig(EnvOptions, TaskSelection):
     def takes_tool_calls(self) -> bool:
         return "tool_calls" in self.accept_actions or "hermes" in self.accept_actions
 
-    def episode_options(self) -> EnvOptions:
-        options = {name: getattr(self, name) for name in EnvOptions.model_fields}
-        if options["tools"] is None and self.takes_tool_calls:
-            options["tools"] = list(TOOL_NAMES)
-        return EnvOptions(**options)
+    @model_validator(mode="after")
+    def _tools_for_tool_calls(self) -> SWEGymEnvConfig:
+        """Accepting tool calls with no ``tools`` named means all of swe_gym's."""
+        if self.tools is None and self.takes_tool_calls:
+            self.tools = list(TOOL_NAMES)
+        return self
 
     def next_stop_strings(self) -> list[str] | None:
         if self.stop_strings is not None:

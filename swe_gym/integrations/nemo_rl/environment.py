@@ -4,7 +4,8 @@
 background event loop (a batch costs about its slowest member) and returns an `EnvironmentReturn`;
 ``global_post_process_and_metrics(batch)`` marks masked rows (`post_process`) and closes episodes the
 trainer stopped on its own; ``shutdown()`` frees every sandbox. Which sample is which episode is
-`episodes.EpisodeLedger`'s; how a reply becomes a command is `actions.read_action`'s.
+`episodes.EpisodeLedger`'s; how a reply becomes a command is `actions.read_action`'s; the episodes
+themselves, keyed by their ids, are an `EpisodeHost`'s (`swe_gym.envs.host`, every front end's).
 
 A reply's tool calls (OpenAI ``tool_calls`` in the message, or Hermes ``<tool_call>`` elements in its
 text; `actions.read_tool_calls`) run in order, one episode step each, in one turn; their results come back
@@ -26,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swe_gym.envs.actions import ActionFormatError
-from swe_gym.envs.episode import Episode, make_settings, warm_up
+from swe_gym.envs.episode import Episode
+from swe_gym.envs.host import EpisodeHost
 from swe_gym.envs.prompt import SUBMIT
 from swe_gym.envs.text import to_observation
 from swe_gym.errors import ConfigError
-from swe_gym.grading.certificate import env_tasks
 from swe_gym.integrations.nemo_rl.actions import read_action, read_tool_calls
 from swe_gym.integrations.nemo_rl.config import SWEGymEnvConfig, as_config
 from swe_gym.integrations.nemo_rl.episodes import (
@@ -50,8 +51,7 @@ from swe_gym.integrations.nemo_rl.types import (
     EnvironmentReturn,
     require_torch,
 )
-from swe_gym.sandbox.loop import run_sync
-from swe_gym.tasks import SWETask, load_tasks
+from swe_gym.tasks import SWETask
 from swe_gym.tools import tool_schemas
 
 log = logging.getLogger(__name__)
@@ -74,22 +74,11 @@ class SWEGymEnvironment(EnvironmentInterface):
     def __init__(self, cfg: SWEGymEnvConfig | Mapping[str, Any] | None = None) -> None:
         require_torch()  # fail now, with the install hint, not on the first step
         self.config = as_config(cfg)
-        self.settings = make_settings(self.config.provider, self.config.episode_options())
-        self.tasks: list[SWETask] = env_tasks(
-            load_tasks(
-                self.config.tasks,
-                split=self.config.split,
-                instance_ids=self.config.instance_ids,
-                limit=self.config.limit,
-            ),
-            self.settings.certificate,
-            self.config.uncertified,
-        )
+        self.host = EpisodeHost(self.config)
+        self.tasks: list[SWETask] = self.host.tasks
         self.ledger = EpisodeLedger(
             self.tasks, max_live=self.config.max_live_episodes, max_remembered=self.config.max_remembered
         )
-        self._closed = False
-        run_sync(warm_up(self.settings, self.tasks))
 
     # -- NeMo RL API ----------------------------------------------------------------------
 
@@ -104,7 +93,7 @@ class SWEGymEnvironment(EnvironmentInterface):
         ``return_extracted_answer`` (NeMo RL's eval path passes it) changes nothing: ``answers`` always
         hold each ended episode's patch.
         """
-        return self._result(run_sync(self._step_batch(*self._checked(message_log_batch, metadata))))
+        return self._result(self.host.call(self._step_batch(*self._checked(message_log_batch, metadata))))
 
     def global_post_process_and_metrics(self, batch: BatchedDataDict) -> tuple[BatchedDataDict, dict]:
         """Mark masked samples (``batch["mask_sample"]``, ``loss_multiplier`` 0, and ``total_reward`` the
@@ -121,7 +110,7 @@ class SWEGymEnvironment(EnvironmentInterface):
         ]
         abandoned = [i for i in episode_ids if i is not None and i in self.ledger.live]
         if abandoned:  # cut by NeMo RL (turn or sequence limit) without the env hearing of it
-            run_sync(self._abandon(abandoned))
+            self.host.call(self._abandon(abandoned))
         outcomes = [self.ledger.ended.get(i) if i is not None else None for i in episode_ids]
         if rows:
             mask_rows(batch, [bool(o and o.masked) for o in outcomes], logs)
@@ -134,24 +123,14 @@ class SWEGymEnvironment(EnvironmentInterface):
 
     def shutdown(self) -> None:
         """Close every live episode's sandbox (concurrently) and the warm pool; idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        live, self.ledger.live = list(self.ledger.live.values()), {}
-        run_sync(self._close_all(live))
-        if self.settings.pool is not None:
-            run_sync(self.settings.pool.close())
+        self.ledger.live = {}
+        self.host.close()
 
     # -- extras ---------------------------------------------------------------------------
 
     @property
     def live_episodes(self) -> list[str]:
         return list(self.ledger.live)
-
-    @property
-    def _live(self) -> dict[str, LiveEpisode]:
-        """The live episodes by id (the ledger's)."""
-        return self.ledger.live
 
     def outcome(self, episode_id: str) -> EpisodeOutcome | None:
         """How an ended episode ended (while the env still remembers it)."""
@@ -160,7 +139,7 @@ class SWEGymEnvironment(EnvironmentInterface):
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The OpenAI schemas of the tools this env's episodes take (for a chat template's ``tools=``, or a
         generation server's); empty when it takes no tool calls."""
-        return tool_schemas(self.settings.tools) if self.settings.tools else []
+        return tool_schemas(self.config.tools) if self.config.tools else []
 
     def prompt(self, instance_id: str) -> str:
         """`build_prompt` for one of this env's tasks."""
@@ -170,12 +149,12 @@ class SWEGymEnvironment(EnvironmentInterface):
 
     def close_episodes(self, episode_ids: Sequence[str]) -> None:
         """End these live episodes now (e.g. a custom loop dropped them): sandboxes closed, remembered as cut."""
-        run_sync(self._abandon(list(episode_ids)))
+        self.host.call(self._abandon(list(episode_ids)))
 
     # -- a batch ----------------------------------------------------------------------------
 
     def _checked(self, message_log_batch: list[Any], metadata: list[Any]) -> tuple[list[Any], list[Any]]:
-        if self._closed:
+        if self.host.closed:
             raise RuntimeError("this SWEGymEnvironment was shut down; make a new one")
         if len(message_log_batch) != len(metadata):
             raise ValueError(
@@ -209,7 +188,7 @@ class SWEGymEnvironment(EnvironmentInterface):
             return self._rejected(plan.reason, plan.meta or {})
         if plan.kind == "start":
             assert plan.task is not None
-            live = LiveEpisode(Episode(self.settings, plan.task), plan.episode_id, base=plan.meta or {})
+            live = LiveEpisode(plan.task, plan.episode_id, base=plan.meta or {})
             self.ledger.live[plan.episode_id] = live
         else:
             assert plan.live is not None
@@ -220,15 +199,22 @@ class SWEGymEnvironment(EnvironmentInterface):
         except TimeoutError:
             reason = f"the turn took over turn_timeout_s={self.config.turn_timeout_s:g}s"
             return await self._mask(live, reason)
+        except ConfigError:  # the caller's mistake (the host's failure rule): the config must change
+            await self._close_all([live])
+            self.ledger.live.pop(live.episode_id, None)
+            raise
         except Exception as exc:  # an infrastructure failure of one episode never sinks the batch
             log.warning("swe_gym NeMo RL env: episode %s failed", live.episode_id, exc_info=True)
             return await self._mask(live, f"{type(exc).__name__}: {exc}")
 
     async def _run_turn(self, live: LiveEpisode, message_log: list[dict[str, Any]], *, starting: bool) -> Turn:
-        episode, cfg = live.episode, self.config
+        cfg = self.config
         live.last_used = time.monotonic()
         if starting:
-            await episode.start()
+            _, info = await self.host.start(live.episode_id, live.task)
+            if info.get("masked"):  # the host's failure rule: a sandbox that cannot start masks the episode
+                return await self._mask(live, info["masked_reason"])
+        episode = self._episode(live)
         live.turns += 1
         try:
             calls = read_tool_calls(message_log, cfg)
@@ -255,9 +241,15 @@ class SWEGymEnvironment(EnvironmentInterface):
             return self._ended_turn(live, observation, reward, info, truncated=truncated)
         return self._continuing(live, observation)
 
+    def _episode(self, live: LiveEpisode) -> Episode:
+        episode = self.host.episode(live.episode_id)
+        if episode is None:
+            raise RuntimeError(f"episode {live.episode_id} has no running episode in the host")
+        return episode
+
     async def _tool_turn(self, live: LiveEpisode, calls: Sequence[Any]) -> Turn:
         """Run a reply's calls in order, one step each, until one ends the episode; one tool message back."""
-        episode, cfg = live.episode, self.config
+        episode, cfg = self._episode(live), self.config
         results: list[tuple[str | None, str]] = []
         for call in calls:
             observation, reward, terminated, truncated, info = await episode.act(call)
@@ -286,7 +278,7 @@ class SWEGymEnvironment(EnvironmentInterface):
     def _meta(self, live: LiveEpisode, **extra: Any) -> dict[str, Any]:
         meta = dict(live.base)
         meta.update(
-            instance_id=live.episode.task.instance_id,
+            instance_id=live.task.instance_id,
             episode_id=live.episode_id,
             step=live.turns,
             masked=False,
@@ -314,10 +306,10 @@ class SWEGymEnvironment(EnvironmentInterface):
         message: dict[str, Any] | None = None,
     ) -> Turn:
         masked = bool(info.get("masked"))
-        reward = self._masked_reward(live.episode.task.instance_id) if masked else float(reward)
+        reward = self._masked_reward(live.task.instance_id) if masked else float(reward)
         outcome = EpisodeOutcome(
             episode_id=live.episode_id,
-            instance_id=live.episode.task.instance_id,
+            instance_id=live.task.instance_id,
             reward=reward,
             resolved=bool(info.get("resolved")),
             masked=masked,
@@ -352,12 +344,8 @@ class SWEGymEnvironment(EnvironmentInterface):
     async def _mask(self, live: LiveEpisode, reason: str) -> Turn:
         """End a live episode as an infrastructure failure: sandbox closed, masked, a harmless reward."""
         self.ledger.live.pop(live.episode_id, None)
-        live.episode.done = True
-        try:
-            await live.episode.close()
-        except Exception as exc:
-            log.warning("could not close the sandbox of episode %s: %s", live.episode_id, exc)
-        instance_id = live.episode.task.instance_id
+        await self._close_all([live])
+        instance_id = live.task.instance_id
         reward = self._masked_reward(instance_id)
         turns, errors = live.turns, live.format_errors
         self.ledger.remember(
@@ -383,9 +371,8 @@ class SWEGymEnvironment(EnvironmentInterface):
             log.warning("closing %d episodes not stepped for %gs", len(idle), self.config.idle_timeout_s)
             await self._abandon(idle)
 
-    @staticmethod
-    async def _close_all(lives: list[LiveEpisode]) -> None:
-        results = await asyncio.gather(*(live.episode.close() for live in lives), return_exceptions=True)
+    async def _close_all(self, lives: list[LiveEpisode]) -> None:
+        results = await asyncio.gather(*(self.host.end(live.episode_id) for live in lives), return_exceptions=True)
         for live, result in zip(lives, results, strict=True):
             if isinstance(result, BaseException):
                 log.warning("could not close the sandbox of episode %s: %s", live.episode_id, result)

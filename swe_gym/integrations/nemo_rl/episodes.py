@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from swe_gym.envs.episode import Episode
 from swe_gym.tasks import SWETask
 
 #: Starts an episode's first observation; `row_episode` reads it back from a finished batch row.
@@ -35,9 +34,9 @@ _EPISODE_TAG = re.compile(r"^\[swe_gym episode ([\w-]+)\]")
 
 @dataclass
 class LiveEpisode:
-    """An episode the env is running: its `Episode`, id, starting metadata and turn counts."""
+    """An episode the env is running: its task, id (its key in the env's host), starting metadata, turn counts."""
 
-    episode: Episode
+    task: SWETask
     episode_id: str
     base: dict[str, Any] = field(default_factory=dict)  # the metadata the episode started with
     turns: int = 0
@@ -151,7 +150,7 @@ class EpisodeLedger:
         """End these live episodes as cut off (truncated, unmasked, reward 0); returns them, to be closed."""
         lives = [self.live[i] for i in dict.fromkeys(episode_ids) if i in self.live]
         for live in lives:
-            instance_id, turns, errors = live.episode.task.instance_id, live.turns, live.format_errors
+            instance_id, turns, errors = live.task.instance_id, live.turns, live.format_errors
             self.remember(EpisodeOutcome(live.episode_id, instance_id, 0.0, False, False, None, turns, errors, True))
         return lives
 

@@ -28,7 +28,7 @@ def build_prompt(task: SWETask, config: SWEGymEnvConfig | Mapping[str, Any] | No
     else:
         reply = f"Reply format: think, then give one command. {how}\nTo submit, the command is `{SUBMIT}`."
     if "hermes" in cfg.accept_actions:
-        tools = ", ".join(cfg.episode_options().tools or ())
+        tools = ", ".join(cfg.tools or ())
         example = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
         reply += f"\nYou can call tools instead ({tools}), each call in its own element, e.g.\n{example}"
     return f"{rules}\n{reply}\n"

@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.errors import ForkNotSupportedError, ImageNotFoundError, SandboxError
+from swe_gym.errors import ForkNotSupportedError, ImageNotSetError, SandboxError
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
 from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.protocol import SandboxBackend
@@ -117,7 +117,7 @@ class ApptainerProvider(HomeProvider):
 
     async def create(self, spec: SandboxSpec) -> ApptainerSandbox:
         if not spec.image:
-            raise ImageNotFoundError(
+            raise ImageNotSetError(
                 "the apptainer provider needs an image (a .sif path, a docker:// reference or a local Docker image)"
             )
         image = self.rewriter.rewrite(spec.image)

@@ -31,7 +31,13 @@ from typing import Any, Literal
 import requests
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.errors import ForkNotSupportedError, ImageNotFoundError, ProviderUnavailableError, SandboxError
+from swe_gym.errors import (
+    ForkNotSupportedError,
+    ImageNotFoundError,
+    ImageNotSetError,
+    ProviderUnavailableError,
+    SandboxError,
+)
 from swe_gym.progress import Progress
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
@@ -291,7 +297,7 @@ class DockerProvider:
 
     async def create(self, spec: SandboxSpec) -> DockerSandbox:
         if not spec.image:
-            raise ImageNotFoundError(
+            raise ImageNotSetError(
                 "the docker provider needs an image: set SandboxSpec.image, the task's image, or SWEEnv(image=...)"
             )
         image = self.rewriter.rewrite(spec.image)

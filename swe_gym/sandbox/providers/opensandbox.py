@@ -39,6 +39,7 @@ from swe_gym.errors import (
     ConfigError,
     ForkNotSupportedError,
     ImageNotFoundError,
+    ImageNotSetError,
     ProviderUnavailableError,
     SandboxDiedError,
     SandboxError,
@@ -332,7 +333,7 @@ class OpenSandboxProvider:
 
     async def create(self, spec: SandboxSpec) -> OpenSandboxSandbox:
         if not spec.image:
-            raise ImageNotFoundError("the opensandbox provider needs an image: set SandboxSpec.image or the task's")
+            raise ImageNotSetError("the opensandbox provider needs an image: set SandboxSpec.image or the task's")
         image = self.rewriter.rewrite(spec.image)
         spec = spec.model_copy(update={"image": image})
         connection = self.connection()
