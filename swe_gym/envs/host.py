@@ -149,6 +149,31 @@ class EpisodeHost:
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on swe_gym's loop and wait; `close` (from any thread) cancels it."""
+        future = self._submit(coro)
+        try:
+            return future.result()
+        except CancelledError:
+            raise self._cancelled() from None
+        except BaseException:
+            future.cancel()
+            raise
+        finally:
+            self._inflight.discard(future)
+
+    async def call_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """`call` for a caller on another event loop (a Ray asyncio actor's): it waits without blocking it."""
+        future = self._submit(coro)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if not self.closed:  # our caller was cancelled: so is the work
+                future.cancel()
+                raise
+            raise self._cancelled() from None
+        finally:
+            self._inflight.discard(future)
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         if self.closed:
             coro.close()
             raise RuntimeError("this env is closed")
@@ -157,17 +182,11 @@ class EpisodeHost:
             raise RuntimeError("swe_gym's sync API was called from its own event loop; use the async API there")
         future = asyncio.run_coroutine_threadsafe(coro, background_loop())
         self._inflight.add(future)
-        try:
-            return future.result()
-        except CancelledError:
-            if self.closed:
-                raise RuntimeError("this env was closed while the call ran") from None
-            raise
-        except BaseException:
-            future.cancel()
-            raise
-        finally:
-            self._inflight.discard(future)
+        return future
+
+    def _cancelled(self) -> BaseException:
+        """What a caller sees of its call cancelled: closing, if that was why."""
+        return RuntimeError("this env was closed while the call ran") if self.closed else CancelledError()
 
     def close(self) -> None:
         """Cancel the calls in flight, then remove every episode's sandboxes and the pool; idempotent."""

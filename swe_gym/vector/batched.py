@@ -136,9 +136,7 @@ class BatchedSWEEnv(VectorEnv):
         self.config = config
         self.tasks = tasks
         self.tasks_by_id = {task.instance_id: task for task in tasks}
-        self.single_observation_space, self.single_action_space = env_spaces(
-            config.max_observation_chars, config.tools
-        )
+        self.single_observation_space, self.single_action_space = env_spaces(config.max_observation_chars, config.tools)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.needs_reset = np.ones(num_envs, dtype=bool)

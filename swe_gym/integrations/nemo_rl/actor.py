@@ -13,7 +13,6 @@ from typing import Any
 from swe_gym.errors import ConfigError
 from swe_gym.integrations.nemo_rl.environment import SWEGymEnvironment
 from swe_gym.integrations.nemo_rl.types import BatchedDataDict, EnvironmentReturn
-from swe_gym.sandbox.loop import background_loop
 
 
 class ActorEnvironment(SWEGymEnvironment):
@@ -27,8 +26,7 @@ class ActorEnvironment(SWEGymEnvironment):
         metadata: list[dict[str, Any] | None],
         return_extracted_answer: bool = False,
     ) -> EnvironmentReturn:
-        work = self._step_batch(*self._checked(message_log_batch, metadata))
-        return self._result(await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, background_loop())))
+        return self._result(await self.host.call_async(self.turns.batch(*self._checked(message_log_batch, metadata))))
 
     async def global_post_process_and_metrics(self, batch: BatchedDataDict) -> tuple[BatchedDataDict, dict]:  # type: ignore[override]
         return await asyncio.to_thread(SWEGymEnvironment.global_post_process_and_metrics, self, batch)
