@@ -133,7 +133,11 @@ class EpisodeHost:
         self._closing: list[Future[None]] = []
         self._inflight: set[Future[Any]] = set()
         self.closed = False
-        self.call(self._warm_up())
+        try:
+            self.call(self._warm_up())
+        except BaseException:  # e.g. Ctrl-C while the pool starts: what it started goes
+            self.close()
+            raise
 
     @classmethod
     def _branch(cls, source: EpisodeHost, episode: Episode, key: Key) -> EpisodeHost:
