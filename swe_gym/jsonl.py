@@ -6,7 +6,13 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from swe_gym.errors import ConfigError, validation_problems
+
+Record = TypeVar("Record", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -38,3 +44,24 @@ def json_document(path: Path) -> Any | BadLine:
         return BadLine(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
     except json.JSONDecodeError as exc:
         return BadLine(f"not valid JSON ({exc.msg} at line {exc.lineno})")
+
+
+def read_records(path: Path, model: type[Record], *, what: str) -> list[tuple[int, Record]]:
+    """(line number, record) for each non-blank line of a ``.jsonl`` file, parsed as ``model``.
+
+    Any line that is not one (not UTF-8, not JSON, not ``model``) is a `ConfigError` saying
+    ``PATH:LINE: not WHAT (PROBLEM)``, as is a file that cannot be read.
+    """
+    try:
+        lines = list(json_lines(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    records = []
+    for number, value in lines:
+        if isinstance(value, BadLine):
+            raise ConfigError(f"{path}:{number}: not {what} ({value.reason})")
+        try:
+            records.append((number, model.model_validate(value)))
+        except ValidationError as exc:
+            raise ConfigError(f"{path}:{number}: not {what} ({validation_problems(exc, whole='line')})") from None
+    return records

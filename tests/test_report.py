@@ -3,7 +3,6 @@ headless browser (Debian's chromium) whose screenshot must show the charts, not 
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -18,11 +17,12 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from markupsafe import escape
 
 from swe_gym.envs.registration import ENV_ID, register_envs
 from swe_gym.errors import ConfigError
 from swe_gym.grading.certificate import validate
-from swe_gym.policies import OraclePolicy, RandomPolicy
+from swe_gym.policies import OraclePolicy, PolicyInfo, RandomPolicy
 from swe_gym.report import load_run, write_report
 from swe_gym.report.plots import BLUE, ORANGE, TEAL
 from swe_gym.sandbox.loop import run_sync
@@ -52,12 +52,14 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> Path:
             (OraclePolicy(tasks), ORACLE_IDS[1], 1),
             (RandomPolicy(seed=2), TASKS[2].instance_id, 2),
         ):
+            env.policy = policy
             observation, info = env.reset(seed=seed, options={"task_id": task_id})
             policy.reset(observation, info)
             done = False
             while not done:
                 observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
                 done = terminated or truncated
+        env.policy = PolicyInfo(name="scripted")
         env.reset(seed=3, options={"task_id": TASKS[3].instance_id})
         for action in SCRIPTED:
             *_, terminated, truncated, _ = env.step(action)
@@ -170,14 +172,16 @@ def assert_charts_drawn(image: np.ndarray, colors: list[str]) -> None:
 
 def test_a_rollout_report_shows_every_chart_and_each_episode(rollout: Path, tmp_path: Path) -> None:
     records = read_trajectories(rollout)
-    assert [r["instance_id"] for r in records] == [*ORACLE_IDS, TASKS[2].instance_id, TASKS[3].instance_id]
-    assert records[0]["repo"] == TASKS[0].repo and records[0]["family"] == TASKS[0].family
+    assert [r.instance_id for r in records] == [*ORACLE_IDS, TASKS[2].instance_id, TASKS[3].instance_id]
+    assert records[0].repo == TASKS[0].repo and records[0].family == TASKS[0].family
+    assert [r.policy.name for r in records if r.policy] == ["oracle", "oracle", "random", "scripted"]
 
     index = write_report(rollout, tmp_path / "report")
     assert index == tmp_path / "report" / "index.html"
     text = index.read_text()
     charts = dict(re.findall(r'<svg [^>]*data-chart="([^"]+)"[^>]*>(.*?)</svg>', text, re.S))
     assert set(charts) >= {"outcomes", "rate-repo", "rate-family", "reward", "steps", "step-latency", "reset", "grade"}
+    assert "rate-policy" in charts and "rate-run-id" not in charts  # one run: nothing to tell apart
     for kind, svg in charts.items():
         assert svg.count('class="bar"') >= 2 or kind in ("rate-family", "outcomes"), kind
         assert "<title>" in svg
@@ -186,21 +190,24 @@ def test_a_rollout_report_shows_every_chart_and_each_episode(rollout: Path, tmp_
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
 
     pages = sorted((tmp_path / "report" / "episodes").glob("*.html"), key=lambda p: int(p.name.split("-")[0]))
-    assert [p.name for p in pages] == [f"{i}-{r['instance_id']}.html" for i, r in enumerate(records, 1)]
+    assert [p.name for p in pages] == [f"{i}-{r.instance_id}.html" for i, r in enumerate(records, 1)]
     for page, record in zip(pages, records, strict=True):
         body = page.read_text()
         assert f'href="episodes/{page.name}"' in text
-        for action in record["actions"]:
-            assert html.escape(action) in body, (page.name, action[:80])
-        if record["resolved"]:  # the oracle's gold patch
-            first = record["patch"].splitlines()[0]
-            assert f'<span class="file">{html.escape(first)}</span>' in body
+        for action in record.actions:
+            assert escape(action) in body, (page.name, action[:80])
+        if record.resolved:  # the oracle's gold patch
+            assert record.patch is not None
+            first = record.patch.splitlines()[0]
+            assert f'<span class="file">{escape(first)}</span>' in body
             assert '<span class="add">' in body and '<span class="del">' in body
-        assert "RESOLVED" in body if record["resolved"] else "not resolved" in body
+        assert "RESOLVED" in body if record.resolved else "not resolved" in body
+        assert f"<dt>run id</dt><dd>{record.run_id}</dd>" in body
 
     # What the sandbox printed is shown as text: no markup of its own, no script, no control character.
     hostile = pages[3].read_text()
-    assert html.escape(HOSTILE) in hostile and "&lt;img src=x onerror=alert(1)&gt;" in hostile
+    assert escape(HOSTILE) in hostile and "&lt;img src=x onerror=alert(1)&gt;" in hostile
+    assert "output (1 line, " in hostile  # one line printed, one line counted
     for page in [index, *pages]:
         assert "<script" not in page.read_text().lower() and "\x1b" not in page.read_text()
     assert "script-src" not in hostile and "default-src 'none'" in hostile
@@ -249,7 +256,7 @@ def test_an_evaluation_run_dir_report_shows_patches_verdicts_and_logs(tmp_path: 
     resolved = pages[f"{gold.instance_id}.html"]
     assert "RESOLVED: FAIL_TO_PASS" in resolved and "Eval log" in resolved and '<pre class="diff">' in resolved
     unresolved = pages[f"{stale.instance_id}.html"]
-    assert "did not apply" in unresolved and html.escape(HOSTILE) in unresolved and "<script" not in unresolved
+    assert "did not apply" in unresolved and escape(HOSTILE) in unresolved and "<script" not in unresolved
     assert "The patch is empty" in pages[f"{empty.instance_id}.html"]
 
     image = screenshot(index, tmp_path / "evaluation.png", size="1280,1200")
@@ -325,3 +332,59 @@ def test_masked_and_unfinished_episodes_are_no_verdict(tmp_path: Path) -> None:
     assert "sandbox died: sandbox \u2026 stopped answering: 2" in masked  # alike reasons grouped
     names = sorted(p.name for p in (index.parent / "episodes").iterdir())
     assert names == ["1-a__b-1.html", "2-a__b-2.html", "3-a__b-3.html", "4-etc_passwd.html"]
+
+
+def test_runs_are_told_apart_and_a_patch_error_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs appended to one file: each record names its run, the report draws a rate per run and a run
+    column; the recorder keeps the terminal info's patch_error, which the report gives as the reason."""
+    provider_setup("local")
+    register_envs()
+    out = tmp_path / "two-runs.jsonl"
+    for run_id, actions in (("run-a", ["rm -rf .git && echo x > .git", "submit"]), ("run-b", ["submit"])):
+        monkeypatch.setenv("SWE_GYM_RUN_ID", run_id)
+        env = TrajectoryRecorder(gym.make(ENV_ID, tasks="bundled", provider="local", max_steps=3), out)
+        env.policy = PolicyInfo(name="scripted", model=run_id)
+        try:
+            env.reset(seed=0, options={"task_id": TASKS[0].instance_id})
+            for action in actions:
+                env.step(action)
+        finally:
+            env.close()
+    first, second = read_trajectories(out)
+    assert (first.run_id, second.run_id) == ("run-a", "run-b")
+    assert first.patch_error and "could not extract the patch" in first.patch_error and second.patch_error is None
+    text = write_report(out).read_text()
+    assert 'data-chart="rate-run-id"' in text and "<th>run</th>" in text and "<td>run-b</td>" in text
+    assert 'data-chart="rate-policy"' in text and "<td>scripted (run-a)</td>" in text
+    assert "<dt>run id</dt><dd>run-a, run-b</dd>" in text
+    (episode, _) = load_run(out).episodes
+    assert episode.reason == first.patch_error
+
+
+def test_an_evaluation_names_its_families_and_outputs_count_their_lines(tmp_path: Path) -> None:
+    """The family of an evaluated instance comes from what the summary records, without --tasks; an output's
+    size counts a final newline as the end of its last line."""
+    run_dir = tmp_path / "r1"
+    run_dir.mkdir()
+    summary = {
+        "resolved_ids": ["django__django-1"],
+        "unresolved_ids": ["pkg__pkg-2"],
+        "swe_gym": {
+            "run_id": "r1",
+            "families": {"django__django-1": "swebench", "pkg__pkg-2": "swe-gym"},
+            "repos": {"pkg__pkg-2": "owner/pkg"},
+        },
+    }
+    (run_dir / "m.r1.json").write_text(json.dumps(summary))
+    run = load_run(run_dir)
+    assert [(e.repo, e.family, e.run_id) for e in run.episodes] == [
+        ("django/django", "swebench", "r1"),
+        ("owner/pkg", "swe-gym", "r1"),
+    ]
+    lines = [
+        {"instance_id": "a__b-1", "actions": ["x", "y", "z"], "observations": ["p", "one\ntwo\n", "one\ntwo", ""]},
+    ]
+    path = tmp_path / "lines.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    page = (write_report(path).parent / "episodes" / "1-a__b-1.html").read_text()
+    assert page.count("output (2 lines, ") == 2 and "output (empty)" in page

@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from swe_gym import progress
 from swe_gym.cli import cleanup, evaluate, report, rollout, validate
-from swe_gym.errors import SWEGymError, validation_problems
+from swe_gym.cli.errors import command_line_message, subcommand
+from swe_gym.errors import SWEGymError
 
 
 def _setup_logging(verbosity: int) -> None:
@@ -40,18 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``swe-gym``; returns the exit status (2 on a swe_gym error, 130 on Ctrl-C)."""
-    args = build_parser().parse_args(argv)
+    """Run ``swe-gym``; returns the exit status (2 on a swe_gym error, 130 on Ctrl-C). An error is one line
+    naming the command's flags (`swe_gym.cli.errors`), never the Python API."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
     _setup_logging(args.verbose)
     try:
         return int(args.func(args))
-    except SWEGymError as exc:
+    except (SWEGymError, ValidationError) as exc:  # a ValidationError: options that reached a model unchecked
         progress.close_all()
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ValidationError as exc:  # options that reached a model unchecked: still one line
-        progress.close_all()
-        print(f"error: invalid {exc.title} options ({validation_problems(exc)})", file=sys.stderr)
+        print(f"error: {command_line_message(exc, subcommand(parser, args.command))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         progress.close_all()

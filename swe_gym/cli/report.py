@@ -7,9 +7,10 @@ from typing import Any
 
 DESCRIPTION = """\
 Write a self-contained HTML report: OUT/index.html (summary, charts: outcomes, resolve rate per
-repository and family, reward, episode length, step latency, reset and grade times, masked reasons;
-a table of episodes) and OUT/episodes/<n>-<id>.html per episode (actions and observations in order,
-the patch as a diff, the verdict, the eval log). No script, no network: open it from disk.
+repository and family, and per run and policy where the input holds several, reward, episode length,
+step latency, reset and grade times, masked reasons; a table of episodes) and
+OUT/episodes/<n>-<id>.html per episode (actions and observations in order, the patch as a diff, the
+verdict, the eval log). No script, no network: open it from disk.
 
 INPUT is told apart by what it holds:
   FILE.jsonl                trajectories (swe-gym rollout --out FILE)

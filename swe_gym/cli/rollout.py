@@ -6,6 +6,7 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -26,8 +27,9 @@ def add_parser(commands: Any) -> None:
     p = commands.add_parser(
         "rollout",
         help="run a policy on tasks and record trajectories",
-        description="Run a policy on tasks and record the trajectories. The task and env flags are the fields "
-        "of swe_gym.envs.options (TaskSelection, EnvOptions), with their defaults.",
+        description="Run a policy on tasks and record the trajectories (one JSON line per episode, naming "
+        "its run id and policy). --out must not already hold trajectories unless --append is given. The task "
+        "and env flags are the fields of swe_gym.envs.options (TaskSelection, EnvOptions), with their defaults.",
     )
     p.add_argument(
         "--provider", default="local", help="sandbox provider: local, docker, apptainer, opensandbox (default: local)"
@@ -40,7 +42,17 @@ def add_parser(commands: Any) -> None:
     )
     p.add_argument("--episodes", type=int, default=None, help="episodes on random tasks (default: one per task)")
     p.add_argument("--seed", type=int, default=0, help="episode i is reset with seed+i (default: 0)")
-    p.add_argument("--out", default="runs/trajectories.jsonl", help="JSONL file the trajectories are appended to")
+    p.add_argument(
+        "--out",
+        default="runs/trajectories.jsonl",
+        help="JSONL file the trajectories go to, one line per episode, each naming its run id and policy "
+        "(default: runs/trajectories.jsonl). A file that already holds trajectories is refused unless --append",
+    )
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="add this run's trajectories to an existing --out file (a report tells the runs apart by run id)",
+    )
     add_model_flags(p.add_argument_group("tasks"), TaskSelection)
     add_model_flags(p.add_argument_group("episodes"), EnvOptions, exclude=["sandbox"])
     llm = p.add_argument_group("--policy llm (an OpenAI-compatible chat endpoint; key from OPENAI_API_KEY)")
@@ -59,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
                 f"refusing to run policy {args.policy!r} on unisolated local sandboxes (bubblewrap is not "
                 "available): install bubblewrap, use --provider docker, or pass --allow-unisolated"
             )
+    out = Path(args.out)
+    if not args.append and out.is_file() and out.stat().st_size:
+        raise ConfigError(
+            f"--out {out} already holds trajectories: pass --append to add this run's to them, or another --out"
+        )
     register_envs()
     started = time.perf_counter()
     env = gym.make(
@@ -70,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         tasks = env.unwrapped.tasks
         policy = make_policy(args.policy, tasks=tasks, seed=args.seed, llm=model_values(args, LLMConfig, prefix="llm-"))
+        env.policy = policy
         env.policy_stats = getattr(policy, "episode_stats", None)
         total = args.episodes if args.episodes is not None else len(tasks)
         with Progress(total, "episodes", "episode") as bar:

@@ -5,10 +5,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from swe_gym.errors import ConfigError
 from swe_gym.tasks.model import SWETask
 
 POLICY_NAMES = ("random", "oracle", "llm")
+
+
+class PolicyInfo(BaseModel):
+    """Who acted in an episode, as its trajectory records it: so a report can tell policies and models apart."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str = Field(description="random, oracle, llm, or a third party's own name")
+    model: str | None = Field(default=None, description="the model id, for a model-backed policy")
+
+    def label(self) -> str:
+        """``llm (qwen2.5-coder)``, ``oracle``: how a report names it."""
+        return f"{self.name} ({self.model})" if self.model else self.name
+
+
+def policy_info(policy: object) -> PolicyInfo:
+    """``policy.identity`` (every swe_gym policy has one), else its class name: a third-party policy need not."""
+    identity = getattr(policy, "identity", None)
+    return identity if isinstance(identity, PolicyInfo) else PolicyInfo(name=type(policy).__name__)
 
 
 @runtime_checkable

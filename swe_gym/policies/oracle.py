@@ -12,6 +12,7 @@ from typing import Any
 
 from swe_gym.envs.prompt import SUBMIT
 from swe_gym.errors import ConfigError
+from swe_gym.policies.base import PolicyInfo
 from swe_gym.tasks.model import SWETask
 
 
@@ -37,6 +38,8 @@ class OraclePolicy:
     Args:
         tasks: the tasks the environment may pick from (e.g. ``env.unwrapped.tasks``).
     """
+
+    identity = PolicyInfo(name="oracle")
 
     def __init__(self, tasks: Sequence[SWETask]) -> None:
         self._patches = {task.instance_id: task.patch for task in tasks}

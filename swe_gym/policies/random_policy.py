@@ -14,6 +14,7 @@ import shlex
 from typing import Any
 
 from swe_gym.envs.prompt import SUBMIT
+from swe_gym.policies.base import PolicyInfo
 
 _SAFE_PATH = re.compile(r"^(?!-)[\w.][\w./+-]*$")
 _WORD = re.compile(r"(?<![\\\w])[A-Za-z_][A-Za-z0-9_]{3,}")
@@ -45,6 +46,8 @@ class RandomPolicy:
         seed: seeds a private `random.Random`; the same seed and observations give the same actions.
         submit_prob: probability of ``submit`` at each step.
     """
+
+    identity = PolicyInfo(name="random")
 
     def __init__(self, seed: int | None = 0, submit_prob: float = 0.1) -> None:
         if not 0.0 <= submit_prob <= 1.0:

@@ -1,10 +1,11 @@
 """Read what a report is made from into a `Run`; the kind of input is told from what it holds.
 
-- a rollout's JSONL (``swe-gym rollout --out``, `TrajectoryRecorder`): one episode per line, with its
-  actions, observations, per-step infos, patch and grade report;
+- a rollout's JSONL (``swe-gym rollout --out``, `TrajectoryRecorder`): one `Trajectory` per line (the schema
+  the recorder writes), with its run id, policy, actions, observations, per-step infos, patch and grade report;
 - an evaluation run directory (``swe-gym evaluate``: ``RUN_DIR/RUN_ID/`` with ``MODEL.RUN_ID.json`` and
   ``MODEL/ID/{report.json,patch.diff,eval.log}``), or its summary file: one entry per prediction, no
-  trajectory;
+  trajectory; repo and family per instance from the summary's ``swe_gym.repos`` / ``swe_gym.families``
+  where it records them;
 - a fidelity certificate (``swe-gym validate``): one entry per task, its gold and empty-patch runs.
 
 Fields missing from older files are tolerated (shown as unknown); a file that is none of these, or not
@@ -19,12 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from swe_gym.errors import ConfigError, validation_problems
+from swe_gym.errors import ConfigError
 from swe_gym.grading.report import GradeReport
-from swe_gym.jsonl import BadLine, json_document, json_lines
+from swe_gym.jsonl import BadLine, json_document
 from swe_gym.report.model import Episode, Run, Status, Step
+from swe_gym.wrappers.trajectory import StepInfo, Trajectory, read_trajectories
 
 #: What of an evaluation's eval log a page shows (its end: where the test results are).
 EVAL_LOG_TAIL_CHARS = 60_000
@@ -32,37 +34,6 @@ EVAL_LOG_TAIL_CHARS = 60_000
 TaskInfo = Mapping[str, tuple[str, str]]
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-class _Record(BaseModel):
-    """A trajectory line as `TrajectoryRecorder` writes it; every field optional (older files lack some)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    instance_id: str | None = None
-    repo: str | None = None
-    family: str | None = None
-    provider: str | None = None
-    seed: int | None = None
-    actions: list[Any] = []
-    observations: list[Any] = []
-    rewards: list[float | None] = []
-    step_infos: list[dict[str, Any] | None] = []
-    terminated: bool | None = None
-    truncated: bool | None = None
-    reward: float | None = None
-    resolved: bool | None = None
-    masked: bool | None = None
-    masked_reason: str | None = None
-    patch: str | None = None
-    patch_error: str | None = None
-    report: dict[str, Any] | None = None
-    reset_s: float | None = None
-    grade_s: float | None = None
-    wall_s: float | None = None
-    started_at: str | None = None
-    unfinished: bool = False
-    policy: dict[str, Any] | None = None
 
 
 def safe_name(name: str) -> str:
@@ -134,46 +105,22 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-def _problems(exc: ValidationError) -> str:
-    return validation_problems(exc, whole="line").lower()
-
-
 # -- rollout --------------------------------------------------------------------------------------
 
 
 def _rollout(path: Path, tasks: TaskInfo) -> Run:
-    try:
-        lines = list(json_lines(path))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
-    episodes: list[Episode] = []
-    for number, value in lines:
-        where = f"{path}:{number}"
-        if isinstance(value, BadLine):
-            raise ConfigError(f"{where}: not a trajectory record ({value.reason})")
-        if not isinstance(value, dict) or not ({"actions", "observations", "reward"} & value.keys()):
-            raise ConfigError(
-                f"{where}: not a trajectory record (expected a JSON object with actions, observations and "
-                "reward, as swe-gym rollout --out writes)"
-            )
-        try:
-            record = _Record.model_validate(value)
-        except ValidationError as exc:
-            raise ConfigError(f"{where}: not a trajectory record ({_problems(exc)})") from None
-        episodes.append(_episode(len(episodes) + 1, record, tasks))
-    if not episodes:
+    records = read_trajectories(path)
+    if not records:
         raise ConfigError(f"{path} holds no trajectories (swe-gym rollout --out FILE writes them)")
+    episodes = [_episode(number, record, tasks) for number, record in enumerate(records, 1)]
     providers = sorted({e.facts["provider"] for e in episodes if "provider" in e.facts})
-    return Run(
-        kind="rollout",
-        source=path,
-        title=f"Rollout: {path.name}",
-        facts={"input": str(path), "provider": ", ".join(providers) or "unknown"},
-        episodes=episodes,
-    )
+    facts = {"input": str(path), "provider": ", ".join(providers) or "unknown"}
+    for name, values in (("run id", {e.run_id for e in episodes}), ("policy", {e.policy for e in episodes})):
+        facts[name] = ", ".join(sorted(v for v in values if v)) or "unknown"
+    return Run(kind="rollout", source=path, title=f"Rollout: {path.name}", facts=facts, episodes=episodes)
 
 
-def _episode(number: int, record: _Record, tasks: TaskInfo) -> Episode:
+def _episode(number: int, record: Trajectory, tasks: TaskInfo) -> Episode:
     report = record.report
     instance_id = record.instance_id or "unknown"
     status: Status
@@ -189,17 +136,14 @@ def _episode(number: int, record: _Record, tasks: TaskInfo) -> Episode:
         status = "unresolved"
     steps = []
     for i, action in enumerate(record.actions):
-        info = (record.step_infos[i] if i < len(record.step_infos) else None) or {}
+        info = (record.step_infos[i] if i < len(record.step_infos) else None) or StepInfo()
         observation = record.observations[i + 1] if i + 1 < len(record.observations) else ""
         steps.append(
             Step(
                 action=_text(action),
-                observation=_text(observation),
+                observation=observation,
                 reward=record.rewards[i] if i < len(record.rewards) else None,
-                exit_code=_int(info.get("exit_code")),
-                timed_out=_bool(info.get("timed_out")),
-                output_truncated=_bool(info.get("output_truncated")),
-                duration_s=_float(info.get("duration_s")),
+                **info.model_dump(),
             )
         )
     verdict = _verdict(report)
@@ -216,12 +160,15 @@ def _episode(number: int, record: _Record, tasks: TaskInfo) -> Episode:
         "started at": record.started_at,
         "ended by": "submit" if record.terminated else "step limit" if record.truncated else None,
     }
-    if record.policy:
-        facts["policy"] = ", ".join(f"{k}={v}" for k, v in record.policy.items() if not isinstance(v, dict | list))
+    if record.policy_stats:
+        stats = record.policy_stats.items()
+        facts["policy stats"] = ", ".join(f"{k}={v}" for k, v in stats if not isinstance(v, dict | list))
     return Episode(
         number=number,
         instance_id=instance_id,
         **_names(tasks, instance_id, record.repo, record.family),
+        run_id=record.run_id,
+        policy=record.policy.label() if record.policy else None,
         status=status,
         reason=reason,
         reward=None if status in ("masked", "unfinished") else record.reward,
@@ -238,12 +185,8 @@ def _episode(number: int, record: _Record, tasks: TaskInfo) -> Episode:
     )
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _bool(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _float(value: Any) -> float | None:
@@ -291,6 +234,10 @@ def _evaluation(directory: Path, summaries: list[tuple[Path, dict[str, Any]]], t
         reasons = extra.get("unresolved_reasons") if isinstance(extra.get("unresolved_reasons"), dict) else {}
         uncertified = extra.get("uncertified") if isinstance(extra.get("uncertified"), dict) else {}
         durations = extra.get("durations_s") if isinstance(extra.get("durations_s"), dict) else {}
+        # id -> repo / family, where the evaluation recorded them (else --tasks, else the id)
+        repos = extra.get("repos") if isinstance(extra.get("repos"), dict) else {}
+        families = extra.get("families") if isinstance(extra.get("families"), dict) else {}
+        run_id = str(extra.get("run_id") or directory.name)
         status_of: dict[str, Status] = {}
         for iid in _ids(data, "resolved_ids"):
             status_of[iid] = "resolved"
@@ -318,8 +265,9 @@ def _evaluation(directory: Path, summaries: list[tuple[Path, dict[str, Any]]], t
                 Episode(
                     number=len(episodes) + 1,
                     instance_id=iid,
-                    **_names(tasks, iid),
+                    **_names(tasks, iid, _str(repos.get(iid)), _str(families.get(iid))),
                     model=model,
+                    run_id=run_id,
                     status=status,
                     reason=None if reason is None else str(reason),
                     reward={"resolved": 1.0, "unresolved": 0.0, "empty_patch": 0.0}.get(status),
@@ -332,7 +280,6 @@ def _evaluation(directory: Path, summaries: list[tuple[Path, dict[str, Any]]], t
                     facts={"outputs": str(where)} if where.is_dir() else {},
                 )
             )
-        run_id = str(extra.get("run_id") or directory.name)
         facts.update(
             {
                 "run id": run_id,

@@ -37,6 +37,8 @@ class Episode(BaseModel):
     repo: str = "unknown"
     family: str = "unknown"
     model: str | None = Field(default=None, description="evaluation: model_name_or_path")
+    run_id: str | None = Field(default=None, description="the run that made it (its trajectory's or evaluation's)")
+    policy: str | None = Field(default=None, description="rollout: the policy that acted, with its model")
     status: Status
     reason: str | None = Field(default=None, description="why it was not resolved, masked or skipped, in words")
     reward: float | None = None

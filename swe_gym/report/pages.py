@@ -1,18 +1,23 @@
 """The report's HTML: an index page (summary, charts, the episodes) and one page per episode.
 
 Everything an agent controls (actions, observations, patches, logs, and the ids and reasons a file
-says) is hostile: every string goes through `esc` on its way into a page, control characters are
-shown as escapes, and each page forbids scripts and every external resource in its
-Content-Security-Policy (no page has any script: long outputs fold with ``<details>``). CSS is inline.
+says) is hostile. The pages are Jinja2 templates with autoescape on, so every value is escaped unless
+it is our own `Markup` (the charts, the CSS, fragments these templates rendered); every value a template
+prints is cleaned first (`clean`: control characters shown as escapes). Each page forbids scripts and every
+external resource in its Content-Security-Policy (no page has any script: long outputs fold with
+``<details>``). CSS is inline.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from html import escape
-from string import Template
+from typing import Any
+
+from jinja2 import DictLoader, Environment, StrictUndefined
+from markupsafe import Markup
 
 from swe_gym.report import plots, stats
 from swe_gym.report.load import safe_name
@@ -78,27 +83,128 @@ details > summary { cursor: pointer; color: #444; margin: 6px 0 4px; font-size: 
 .bad { color: #b42318; } nav { display: flex; gap: 16px; margin-bottom: 8px; font-size: 13px; }
 """
 
-PAGE = Template("""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="$csp">
-<meta name="referrer" content="no-referrer">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>$title</title>
-<style>$css</style>
-</head>
-<body>
-<main>
-$body
-</main>
-</body>
-</html>
-""")
-
 # ANSI colour and cursor sequences, then any other control character (tab and newline stay).
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_FILE_LINE = ("diff --git", "--- ", "+++ ", "index ", "new file mode", "deleted file mode")
+#: The grade report's scalar keys an episode page lists.
+REPORT_KEYS = (
+    "harness",
+    "patch_applied",
+    "apply_method",
+    "empty_patch",
+    "tampering",
+    "canary",
+    "install",
+    "eval_exit_code",
+    "duration_s",
+    "unresolved_reason",
+    "masked_reason",
+)
+
+TEMPLATES = {
+    "page": """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{{ csp }}">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{ title }}</title>
+<style>{{ css }}</style>
+</head>
+<body>
+<main>
+{% block body %}{% endblock %}
+</main>
+</body>
+</html>
+""",
+    "macros": """
+{%- macro pill(status) -%}
+<span class="pill" style="background:{{ colors.get(status, '#607d8b') }}">{{ status.replace('_', ' ') }}</span>
+{%- endmacro -%}
+{%- macro facts(rows) -%}
+<dl class="card facts">{% for k, v in rows %}<div><dt>{{ k }}</dt><dd>{{ v }}</dd></div>{% endfor %}</dl>
+{%- endmacro -%}
+{%- macro pre(text, cls="") -%}
+<pre{% if cls %} class="{{ cls }}"{% endif %}>{{ capped(text) }}</pre>
+{%- endmacro -%}
+{%- macro folded(text, label, open_short=True) -%}
+<details{% if open_short and is_short(text) %} open{% endif %}><summary>{{ label }} ({{ size_of(text) }})</summary>
+{{- pre(text) }}</details>
+{%- endmacro -%}
+{%- macro diff(patch) -%}
+<pre class="diff">{% for cls, line in diff_lines(patch) -%}
+<span class="{{ cls }}">{{ line or " " }}</span>{% endfor %}</pre>
+{%- endmacro -%}
+{%- macro table(head, rows) -%}
+<table><thead><tr>{% for h in head %}<th{% if h.cls %} class="{{ h.cls }}"{% endif %}>{{ h.text }}</th>{% endfor %}
+</tr></thead><tbody>{% for row in rows %}<tr>{% for c in row %}<td{% if c.cls %} class="{{ c.cls }}"{% endif %}>
+{%- if c.href %}<a href="{{ c.href }}">{{ c.text }}</a>{% else %}{{ c.text }}{% endif %}</td>{% endfor %}</tr>
+{%- endfor %}</tbody></table>
+{%- endmacro -%}
+""",
+    "index": """{% extends "page" %}{% import "macros" as m %}
+{% block body %}
+<h1>{{ run.title }}</h1>
+<p class="sub">swe-gym report of {{ run.source }}, generated {{ generated }}</p>
+{{ m.facts(rows) }}
+<h2>Charts</h2>
+<div class="charts">{% for chart in charts %}<figure>{{ chart }}</figure>{% endfor %}</div>
+{% if missing %}<p class="note">Not drawn: {{ missing }}.</p>{% endif %}
+<h2>{{ "Episodes" if run.kind == "rollout" else "Instances" }}</h2>
+{{ m.table(head, table) }}
+{% endblock %}
+""",
+    "episode": """{% extends "page" %}{% import "macros" as m %}
+{% block body %}
+<nav><a href="../index.html">&larr; the report</a>
+{%- if before %}<a href="../{{ file_of(before) }}">previous: {{ before.instance_id }}</a>{% endif %}
+{%- if after %}<a href="../{{ file_of(after) }}">next: {{ after.instance_id }}</a>{% endif %}</nav>
+<h1>{{ e.instance_id }}</h1>
+<p class="sub">episode {{ e.number }} of {{ run.episodes|length }} in {{ run.title }}</p>
+{{ m.facts(rows) }}
+{% if said %}<div class="card" style="margin-top:10px">{% for k, v in said %}<div><b>{{ k }}:</b> {{ v }}</div>
+{%- endfor %}</div>{% endif %}
+{% if e.prompt is not none %}<h2>Task prompt</h2>{{ m.folded(e.prompt, "the reset observation", False) }}{% endif %}
+{% if run.kind == "rollout" %}<h2>Steps ({{ e.steps|length }})</h2>
+{%- for step in e.steps %}<section class="step" id="step-{{ loop.index }}"><header><b>Step {{ loop.index }}</b>
+{%- for meta in step_meta(step) %}<span>{{ meta }}</span>{% endfor %}</header>
+{{- m.pre(step.action, "action") }}{{ m.folded(step.observation, "output") }}</section>
+{%- else %}<p class="note">No step.</p>{% endfor %}
+{% endif %}
+{% if run.kind != "certificate" %}<h2>Patch</h2>
+{%- if e.patch is none %}<p class="note">No patch recorded.</p>
+{%- elif not e.patch.strip() %}<p class="note">The patch is empty (nothing was changed).</p>
+{%- else %}<p class="note">{{ size_of(e.patch) }}</p>{{ m.diff(e.patch) }}{% endif %}
+{% endif %}
+{% if e.report %}<h2>Grade report</h2>
+{%- if report_rows %}{{ m.facts(report_rows) }}{% endif %}
+{%- for title, ok, bad in test_groups %}<p><b>{{ title }}: {{ ok|length }} passed, {{ bad|length }} failed</b></p>
+{%- if bad %}<ul class="bad">{% for t in bad[:200] %}<li>{{ t }}</li>{% endfor %}</ul>{% endif %}{% endfor %}
+{%- if e.report.restored_test_files %}<p><b>restored test files:</b> {{ restored }}</p>{% endif %}
+{%- if log_tail %}{{ m.folded(log_tail, "the eval log's tail", False) }}{% endif %}
+{% endif %}
+{% if e.eval_log is not none %}<h2>Eval log</h2>{{ m.folded(e.eval_log, "eval.log (its end)") }}{% endif %}
+{% if e.runs %}<h2>Grading runs</h2>{{ m.table(*runs) }}{% endif %}
+{% if run.kind == "certificate" %}<h2>Flaky tests</h2>
+{%- if e.flaky %}{{ m.table(*flaky) }}{% else %}<p class="note">None.</p>{% endif %}
+{%- if e.problems %}<h2>Problems</h2><ul class="bad">{% for p in e.problems %}<li>{{ p }}</li>{% endfor %}</ul>
+{%- endif %}
+{% endif %}
+{% endblock %}
+""",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell (or heading): its text (escaped, unless our `Markup`), class and link."""
+
+    text: Any
+    cls: str = ""
+    href: str = ""
 
 
 def clean(text: str) -> str:
@@ -109,32 +215,28 @@ def clean(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def esc(value: object) -> str:
-    """Any value as HTML text: cleaned, then escaped (quotes too, so it is safe in attributes)."""
-    return escape(clean(str(value)), quote=True)
+def _shown(value: Any) -> Any:
+    """What a template prints: our markup as is, anything else cleaned (autoescape escapes it next)."""
+    if isinstance(value, Markup):
+        return value
+    return "" if value is None else clean(str(value))
 
 
-def page(title: str, body: str) -> str:
-    return PAGE.substitute(csp=CSP, title=esc(title), css=CSS, body=body)
+def line_count(text: str) -> int:
+    """Lines of ``text`` as an editor counts them: a final newline ends the last line, it starts none."""
+    return text.count("\n") + (not text.endswith("\n")) if text else 0
 
 
-def episode_file(episode: Episode) -> str:
-    """The episode's page, relative to the report's directory."""
-    return f"episodes/{episode.number}-{safe_name(episode.instance_id)}.html"
+def size_of(text: str) -> str:
+    """``3 lines, 1,024 characters`` (or ``empty``)."""
+    if not text:
+        return "empty"
+    lines = line_count(text)
+    return f"{lines} line{'s' * (lines != 1)}, {len(text):,} characters"
 
 
-def pill(status: str) -> str:
-    color = STATUS_COLORS.get(status, "#607d8b")
-    return f'<span class="pill" style="background:{color}">{esc(status.replace("_", " "))}</span>'
-
-
-def _facts(rows: Iterable[tuple[str, str]]) -> str:
-    items = "".join(f"<div><dt>{esc(k)}</dt><dd>{v}</dd></div>" for k, v in rows)
-    return f'<dl class="card facts">{items}</dl>'
-
-
-def _s(value: float | None, digits: int = 2) -> str:
-    return "" if value is None else f"{value:.{digits}f}"
+def _is_short(text: str) -> bool:
+    return line_count(text) <= FOLD_LINES and len(text) <= FOLD_CHARS
 
 
 def _capped(text: str) -> str:
@@ -143,25 +245,11 @@ def _capped(text: str) -> str:
     return text[:MAX_TEXT_CHARS] + f"\n[... {len(text) - MAX_TEXT_CHARS} more characters not shown ...]"
 
 
-def pre(text: str, cls: str = "") -> str:
-    return f"<pre{f' class={cls!r}' if cls else ''}>{esc(_capped(text))}</pre>"
-
-
-def folded(text: str, label: str, *, open_short: bool = True) -> str:
-    """``text`` in a ``<details>``: open when short (and ``open_short``), folded with its size when long."""
-    lines = text.count("\n") + 1 if text else 0
-    short = lines <= FOLD_LINES and len(text) <= FOLD_CHARS
-    size = f"{lines} lines, {len(text):,} characters"
-    summary = f"{label} ({size})" if text else f"{label} (empty)"
-    state = " open" if short and open_short else ""
-    return f"<details{state}><summary>{esc(summary)}</summary>{pre(text)}</details>"
-
-
-def diff(patch: str) -> str:
-    """A unified diff with added, removed, hunk and file lines coloured."""
+def _diff_lines(patch: str) -> list[tuple[str, str]]:
+    """(class, line) per line of a unified diff: file, hunk, add, del or ctx."""
     out = []
     for line in _capped(patch).rstrip("\n").split("\n"):
-        if line.startswith(("diff --git", "--- ", "+++ ", "index ", "new file mode", "deleted file mode")):
+        if line.startswith(_FILE_LINE):
             cls = "file"
         elif line.startswith("@@"):
             cls = "hunk"
@@ -171,8 +259,65 @@ def diff(patch: str) -> str:
             cls = "del"
         else:
             cls = "ctx"
-        out.append(f'<span class="{cls}">{esc(line) or " "}</span>')
-    return f'<pre class="diff">{"".join(out)}</pre>'
+        out.append((cls, line))
+    return out
+
+
+def episode_file(episode: Episode) -> str:
+    """The episode's page, relative to the report's directory."""
+    return f"episodes/{episode.number}-{safe_name(episode.instance_id)}.html"
+
+
+def _step_meta(step: Any) -> list[str]:
+    meta = []
+    if step.exit_code is not None:
+        meta.append(f"exit {step.exit_code}")
+    if step.duration_s is not None:
+        meta.append(f"{step.duration_s:.3f} s")
+    if step.timed_out:
+        meta.append("timed out")
+    if step.output_truncated:
+        meta.append("output truncated")
+    if step.reward:
+        meta.append(f"reward {step.reward:g}")
+    return meta
+
+
+_ENV = Environment(
+    loader=DictLoader(TEMPLATES),
+    autoescape=True,
+    finalize=_shown,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_ENV.globals.update(
+    colors=STATUS_COLORS,
+    capped=_capped,
+    is_short=_is_short,
+    size_of=size_of,
+    diff_lines=_diff_lines,
+    file_of=episode_file,
+    step_meta=_step_meta,
+)
+_MACROS = _ENV.get_template("macros").module
+
+
+def _render(name: str, title: str, **values: Any) -> str:
+    return _ENV.get_template(name).render(csp=Markup(CSP), css=Markup(CSS), title=title, **values)
+
+
+def pill(status: str) -> Markup:
+    return _MACROS.pill(status)
+
+
+def _s(value: float | None, digits: int = 2) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _rows_table(rows: Sequence[dict[str, str]]) -> tuple[list[Cell], list[list[Cell]]]:
+    keys = list(rows[0]) if rows else []
+    return [Cell(k) for k in keys], [[Cell(r.get(k, "")) for k in keys] for r in rows]
 
 
 # -- the index page -------------------------------------------------------------------------------
@@ -183,11 +328,12 @@ def index_page(run: Run) -> str:
     graded = [e for e in episodes if e.graded]
     success = sum(e.success for e in graded)
     rate = f"{success}/{len(graded)} ({success / len(graded):.1%})" if graded else "none graded"
-    rows: list[tuple[str, str]] = [(k, esc(v)) for k, v in run.facts.items()]
+    rows: list[tuple[str, Any]] = list(run.facts.items())
     rows.insert(1, ("episodes" if run.kind == "rollout" else "instances", str(len(episodes))))
-    rows.insert(2, (f"{run.success_past} (of graded)", esc(rate)))
+    rows.insert(2, (f"{run.success_past} (of graded)", rate))
     counts = stats.outcomes(episodes)
-    rows.insert(3, ("outcomes", " ".join(f"{pill(s)}&nbsp;{n}" for s, n in counts.most_common())))
+    outcomes = Markup(" ").join(pill(s) + Markup("&nbsp;") + str(n) for s, n in counts.most_common())
+    rows.insert(3, ("outcomes", outcomes))
     rewards = stats.rewards(run)
     if rewards:
         rows.append(("mean reward", f"{stats.mean(rewards):.3f}"))
@@ -202,20 +348,23 @@ def index_page(run: Run) -> str:
             rows.append(
                 (f"{name} p50 / p95", f"{stats.percentile(values, 50):.3f} / {stats.percentile(values, 95):.3f}")
             )
-    generated = datetime.now(UTC).isoformat(timespec="seconds")
     charts, missing = charts_of(run)
-    missing_note = f'<p class="note">Not drawn: {esc("; ".join(missing))}.</p>' if missing else ""
-    body = (
-        f"<h1>{esc(run.title)}</h1>"
-        f'<p class="sub">swe-gym report of {esc(run.source)}, generated {esc(generated)}</p>'
-        f"{_facts(rows)}"
-        f"<h2>Charts</h2>"
-        f'<div class="charts">{"".join(f"<figure>{c}</figure>" for c in charts)}</div>'
-        f"{missing_note}"
-        f"<h2>{'Episodes' if run.kind == 'rollout' else 'Instances'}</h2>"
-        f"{_episode_table(run)}"
+    head, table = _episode_table(run)
+    return _render(
+        "index",
+        run.title,
+        run=run,
+        generated=datetime.now(UTC).isoformat(timespec="seconds"),
+        rows=rows,
+        charts=[Markup(chart) for chart in charts],  # plots escapes every label itself
+        missing="; ".join(missing),
+        head=head,
+        table=table,
     )
-    return page(run.title, body)
+
+
+def _labels(episodes: Iterable[Episode], key: str) -> set[str | None]:
+    return {getattr(e, key) for e in episodes}
 
 
 def charts_of(run: Run) -> tuple[list[str], list[str]]:
@@ -235,8 +384,12 @@ def charts_of(run: Run) -> tuple[list[str], list[str]]:
             kind="outcomes",
         )
     )
-    for key, name in (("family", "family"), ("repo", "repository")):  # the short one beside the outcomes
-        found = stats.groups(run.episodes, lambda e, key=key: getattr(e, key))
+    per = [("family", "family"), ("repo", "repository")]  # the short one beside the outcomes
+    per += [
+        (key, name) for key, name in (("run_id", "run"), ("policy", "policy")) if len(_labels(run.episodes, key)) > 1
+    ]
+    for key, name in per:
+        found = stats.groups(run.episodes, lambda e, key=key: getattr(e, key) or "unknown")
         found = [g for g in found if g.graded]
         if not found:
             missing.append(f"{word} rate per {name} (nothing was graded)")
@@ -258,7 +411,7 @@ def charts_of(run: Run) -> tuple[list[str], list[str]]:
                 bars,
                 axis_label=f"{run.success_past} / graded (counts at each bar)",
                 percent=True,
-                kind=f"rate-{key}",
+                kind=f"rate-{key.replace('_', '-')}",
             )
         )
     rewards = stats.rewards(run)
@@ -343,13 +496,15 @@ def charts_of(run: Run) -> tuple[list[str], list[str]]:
     return charts, missing
 
 
-def _episode_table(run: Run) -> str:
-    models = len({e.model for e in run.episodes}) > 1
-    head = ["#", "instance", "repo", "family", *(["model"] if models else []), "outcome"]
+def _episode_table(run: Run) -> tuple[list[Cell], list[list[Cell]]]:
+    """The index's table: a row per episode; a run, policy or model column where the input holds several."""
+    several = [key for key in ("run_id", "policy", "model") if len(_labels(run.episodes, key)) > 1]
+    names = {"run_id": "run", "policy": "policy", "model": "model"}
     numeric = ["reward", "steps", "reset s", "grade s"] if run.kind == "rollout" else ["reward", "grade s"]
     if run.kind == "certificate":
         numeric = ["grade s"]
-    head_html = "".join(f"<th>{esc(h)}</th>" for h in head) + "".join(f'<th class="num">{esc(h)}</th>' for h in numeric)
+    head = [Cell(h) for h in ("#", "instance", "repo", "family", *(names[k] for k in several), "outcome")]
+    head += [Cell(h, "num") for h in numeric] + [Cell("reason")]
     rows = []
     for e in run.episodes:
         values = {
@@ -360,18 +515,19 @@ def _episode_table(run: Run) -> str:
         }
         reason = e.reason or ""
         reason = reason if len(reason) <= 160 else reason[:159] + "\u2026"
-        cells = [
-            f'<td class="num">{e.number}</td>',
-            f'<td><a href="{esc(episode_file(e))}">{esc(e.instance_id)}</a></td>',
-            f"<td>{esc(e.repo)}</td>",
-            f"<td>{esc(e.family)}</td>",
-            *([f"<td>{esc(e.model)}</td>"] if models else []),
-            f"<td>{pill(e.status)}</td>",
-            *(f'<td class="num">{esc(values[h])}</td>' for h in numeric),
-            f'<td class="reason">{esc(reason)}</td>',
-        ]
-        rows.append(f"<tr>{''.join(cells)}</tr>")
-    return f"<table><thead><tr>{head_html}<th>reason</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        rows.append(
+            [
+                Cell(e.number, "num"),
+                Cell(e.instance_id, href=episode_file(e)),
+                Cell(e.repo),
+                Cell(e.family),
+                *(Cell(getattr(e, key)) for key in several),
+                Cell(pill(e.status)),
+                *(Cell(values[h], "num") for h in numeric),
+                Cell(reason, "reason"),
+            ]
+        )
+    return head, rows
 
 
 # -- one episode's page ---------------------------------------------------------------------------
@@ -380,18 +536,14 @@ def _episode_table(run: Run) -> str:
 def episode_page(run: Run, episode: Episode, neighbours: Sequence[Episode | None]) -> str:
     """``neighbours``: the previous and the next episode (None at the ends)."""
     before, after = neighbours
-    nav = ['<a href="../index.html">&larr; the report</a>']
-    if before is not None:
-        nav.append(f'<a href="../{esc(episode_file(before))}">previous: {esc(before.instance_id)}</a>')
-    if after is not None:
-        nav.append(f'<a href="../{esc(episode_file(after))}">next: {esc(after.instance_id)}</a>')
-    rows: list[tuple[str, str]] = [
+    rows: list[tuple[str, Any]] = [
         ("outcome", pill(episode.status)),
-        ("repo", esc(episode.repo)),
-        ("family", esc(episode.family)),
+        ("repo", episode.repo),
+        ("family", episode.family),
     ]
-    if episode.model:
-        rows.append(("model", esc(episode.model)))
+    for name, label in (("model", "model"), ("policy", "policy"), ("run_id", "run id")):
+        if getattr(episode, name):
+            rows.append((label, getattr(episode, name)))
     if episode.reward is not None:
         rows.append(("reward", f"{episode.reward:g}"))
     if run.kind == "rollout":
@@ -399,112 +551,38 @@ def episode_page(run: Run, episode: Episode, neighbours: Sequence[Episode | None
     for name, value in (("reset s", episode.reset_s), ("grade s", episode.grade_s), ("wall s", episode.wall_s)):
         if value is not None:
             rows.append((name, f"{value:.3f}"))
-    rows.extend((k, esc(v)) for k, v in episode.facts.items() if k not in ("errors",))
-    sections = [
-        f"<nav>{''.join(nav)}</nav>",
-        f"<h1>{esc(episode.instance_id)}</h1>",
-        f'<p class="sub">episode {episode.number} of {len(run.episodes)} in {esc(run.title)}</p>',
-        _facts(rows),
-    ]
+    rows.extend((k, v) for k, v in episode.facts.items() if k != "errors")
     said = [("verdict", episode.verdict), ("reason", episode.reason if episode.reason != episode.verdict else None)]
     said += [("masked", r) for r in episode.masked_reasons]
     said += [("error", r) for r in episode.facts.get("errors", "").split("\n") if r]
-    lines = "".join(f"<div><b>{esc(k)}:</b> {esc(v)}</div>" for k, v in said if v)
-    if lines:
-        sections.append(f'<div class="card" style="margin-top:10px">{lines}</div>')
-    if episode.prompt is not None:
-        sections.append("<h2>Task prompt</h2>" + folded(episode.prompt, "the reset observation", open_short=False))
-    if run.kind == "rollout":
-        sections.append(f"<h2>Steps ({len(episode.steps)})</h2>" + (_steps(episode) or '<p class="note">No step.</p>'))
-    if run.kind != "certificate":
-        sections.append("<h2>Patch</h2>" + _patch(episode))
-    if episode.report:
-        sections.append("<h2>Grade report</h2>" + _report(episode.report, log_tail=episode.eval_log is None))
-    if episode.eval_log is not None:
-        sections.append("<h2>Eval log</h2>" + folded(episode.eval_log, "eval.log (its end)", open_short=True))
-    if episode.runs:
-        sections.append("<h2>Grading runs</h2>" + _table(episode.runs))
-    if run.kind == "certificate":
-        flaky = [{"test": t, "statuses per run": s} for t, s in episode.flaky.items()]
-        sections.append("<h2>Flaky tests</h2>" + (_table(flaky) if flaky else '<p class="note">None.</p>'))
-        if episode.problems:
-            items = "".join(f"<li>{esc(p)}</li>" for p in episode.problems)
-            sections.append(f'<h2>Problems</h2><ul class="bad">{items}</ul>')
-    return page(f"{episode.instance_id}: {episode.status}", "".join(sections))
-
-
-def _steps(episode: Episode) -> str:
-    out = []
-    for i, step in enumerate(episode.steps, 1):
-        meta = []
-        if step.exit_code is not None:
-            meta.append(f"exit {step.exit_code}")
-        if step.duration_s is not None:
-            meta.append(f"{step.duration_s:.3f} s")
-        if step.timed_out:
-            meta.append("timed out")
-        if step.output_truncated:
-            meta.append("output truncated")
-        if step.reward:
-            meta.append(f"reward {step.reward:g}")
-        meta_html = "".join(f"<span>{esc(m)}</span>" for m in meta)
-        out.append(
-            f'<section class="step" id="step-{i}"><header><b>Step {i}</b>{meta_html}</header>'
-            f"{pre(step.action, 'action')}{folded(step.observation, 'output')}</section>"
-        )
-    return "".join(out)
-
-
-def _patch(episode: Episode) -> str:
-    if episode.patch is None:
-        return '<p class="note">No patch recorded.</p>'
-    if not episode.patch.strip():
-        return '<p class="note">The patch is empty (nothing was changed).</p>'
-    size = f"{episode.patch.count(chr(10))} lines, {len(episode.patch):,} characters"
-    return f'<p class="note">{esc(size)}</p>{diff(episode.patch)}'
-
-
-def _report(report: dict, *, log_tail: bool) -> str:
-    rows = []
-    for key in (
-        "harness",
-        "patch_applied",
-        "apply_method",
-        "empty_patch",
-        "tampering",
-        "canary",
-        "install",
-        "eval_exit_code",
-        "duration_s",
-        "unresolved_reason",
-        "masked_reason",
-    ):
-        value = report.get(key)
-        if value not in (None, "", []):
-            rows.append((key, esc(round(value, 3) if isinstance(value, float) else value)))
+    report = episode.report or {}
+    report_rows = [
+        (key, round(value, 3) if isinstance(value, float) else value)
+        for key in REPORT_KEYS
+        if (value := report.get(key)) not in (None, "", [])
+    ]
     timings = report.get("timings_s")
     if isinstance(timings, dict) and timings:
-        rows.append(("timings s", esc(", ".join(f"{k} {v}" for k, v in timings.items()))))
-    parts = [_facts(rows)] if rows else []
+        report_rows.append(("timings s", ", ".join(f"{k} {v}" for k, v in timings.items())))
+    test_groups = []
     for key, title in (("fail_to_pass", "FAIL_TO_PASS"), ("pass_to_pass", "PASS_TO_PASS")):
         group = report.get(key)
-        if not isinstance(group, dict):
-            continue
-        ok, bad = group.get("success") or [], group.get("failure") or []
-        line = f"{title}: {len(ok)} passed, {len(bad)} failed"
-        failing = "".join(f"<li>{esc(t)}</li>" for t in bad[:200])
-        parts.append(f"<p><b>{esc(line)}</b></p>" + (f'<ul class="bad">{failing}</ul>' if failing else ""))
-    restored = report.get("restored_test_files")
-    if restored:
-        parts.append(f"<p><b>restored test files:</b> {esc(', '.join(map(str, restored)))}</p>")
-    tail = report.get("log_tail") if log_tail else None  # an evaluation shows its whole eval.log instead
-    if tail:
-        parts.append(folded(str(tail), "the eval log's tail", open_short=False))
-    return "".join(parts)
-
-
-def _table(rows: Sequence[dict[str, str]]) -> str:
-    keys = list(rows[0]) if rows else []
-    head = "".join(f"<th>{esc(k)}</th>" for k in keys)
-    body = "".join("<tr>" + "".join(f"<td>{esc(r.get(k, ''))}</td>" for k in keys) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        if isinstance(group, dict):
+            test_groups.append((title, list(group.get("success") or []), list(group.get("failure") or [])))
+    flaky = [{"test": t, "statuses per run": s} for t, s in episode.flaky.items()]
+    return _render(
+        "episode",
+        f"{episode.instance_id}: {episode.status}",
+        run=run,
+        e=episode,
+        before=before,
+        after=after,
+        rows=rows,
+        said=[(k, v) for k, v in said if v],
+        report_rows=report_rows,
+        test_groups=test_groups,
+        restored=", ".join(map(str, report.get("restored_test_files") or [])),
+        log_tail=str(report.get("log_tail") or "") if episode.eval_log is None else "",  # else the whole eval.log
+        runs=_rows_table(episode.runs),
+        flaky=_rows_table(flaky),
+    )

@@ -158,6 +158,13 @@ class OutputCapture(object):
     def dropped(self):
         return self.total - len(self.head) - len(self.tail)
 
+    def replace(self, old, new):
+        """Replace ``old`` by ``new`` in what is kept (the head and the tail, each on its own)."""
+        for kept in (self.head, self.tail):
+            before = len(kept)
+            kept[:] = kept.replace(old, new)
+            self.total += len(kept) - before
+
 
 class FrameIO(object):
     """Authenticated frames over two raw file descriptors (the host's stream)."""
@@ -562,7 +569,7 @@ class PersistentShell(object):
             finally:
                 os.close(fd)
             return path
-        raise OSError("cannot write the command file in %s" % self.home)
+        raise OSError("cannot write the command file")
 
     @staticmethod
     def _make_home():
@@ -640,6 +647,9 @@ class PersistentShell(object):
             os.unlink(path)
         except OSError:
             pass
+        # bash names the sourced file in its errors ("PATH: line 1: x: command not found"): name bash, as a
+        # stateless action's errors do, not where our command file lives.
+        capture.replace(path.encode() + b": ", _BASH.encode() + b": ")
         if exit_code is not None:
             _sweep(pid, pid, reaper)
             _drain(self.out, capture, 0.0)

@@ -1,11 +1,11 @@
-"""`TrajectoryRecorder`: one JSON line per episode, appended to a file.
+"""`TrajectoryRecorder`: one JSON line per episode, appended to a file, each a `Trajectory`.
 
-Each line holds the episode's task (instance id, repo, family), actions, observations (the reset observation
-first, then one per step, each capped), rewards, per-step infos and the terminal
-grading info. An episode left unfinished (``close()`` or ``reset()`` before its
-end, e.g. after Ctrl-C) is still written, with ``"unfinished": true``. With a
-``policy_stats`` callback (e.g. `LLMPolicy.episode_stats`), what it returns when
-the episode ends is stored under ``"policy"`` (model calls, tokens, latencies).
+Each line says who made it (the run id, the policy and its model), the episode's task (instance id, repo,
+family), actions, observations (the reset observation first, then one per step, each capped), rewards,
+per-step infos and the terminal grading info (`swe_gym.wrappers.trajectory` is the schema). An episode left
+unfinished (``close()`` or ``reset()`` before its end, e.g. after Ctrl-C) is still written, with
+``"unfinished": true``. With a ``policy_stats`` callback (e.g. `LLMPolicy.episode_stats`), what it returns
+when the episode ends is stored under ``"policy_stats"`` (model calls, tokens, latencies).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from typing import Any
 
 import gymnasium as gym
 
-log = logging.getLogger(__name__)
+from swe_gym.policies.base import PolicyInfo, policy_info
+from swe_gym.sandbox.labels import current_run_id
+from swe_gym.wrappers.trajectory import TERMINAL_INFO_KEYS, StepInfo, Trajectory
 
-STEP_INFO_KEYS = ("exit_code", "timed_out", "output_truncated", "duration_s")
-TERMINAL_INFO_KEYS = ("resolved", "masked", "masked_reason", "patch", "report", "reset_s", "grade_s")
+log = logging.getLogger(__name__)
 
 
 class TrajectoryRecorder(gym.Wrapper):
@@ -33,7 +34,9 @@ class TrajectoryRecorder(gym.Wrapper):
         env: the environment (usually ``gym.make("swe_gym/SWE-v0", ...)``).
         path: the ``.jsonl`` file; parent directories are created.
         max_observation_chars: each recorded observation is cut to this many characters.
-        policy_stats: called when an episode is written; its dict is the record's ``"policy"``
+        policy: the policy that acts (its ``identity``: name, and model for `LLMPolicy`), or its `PolicyInfo`;
+            recorded as the record's ``"policy"``. May also be set later as the ``policy`` attribute.
+        policy_stats: called when an episode is written; its dict is the record's ``"policy_stats"``
             (None without it). May also be set later as the ``policy_stats`` attribute.
     """
 
@@ -43,11 +46,13 @@ class TrajectoryRecorder(gym.Wrapper):
         path: str | Path,
         *,
         max_observation_chars: int = 4000,
+        policy: object | None = None,
         policy_stats: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(env)
         self.path = Path(path)
         self.max_observation_chars = max_observation_chars
+        self.policy = policy
         self.policy_stats = policy_stats
         self._episode: dict[str, Any] | None = None
         self._started = 0.0
@@ -60,6 +65,7 @@ class TrajectoryRecorder(gym.Wrapper):
         self._started = started
         task = getattr(self.env.unwrapped, "task", None)
         self._episode = {
+            "run_id": current_run_id(),
             "instance_id": info.get("instance_id"),
             "repo": getattr(task, "repo", None),
             "family": getattr(task, "family", None),
@@ -84,7 +90,7 @@ class TrajectoryRecorder(gym.Wrapper):
             episode["actions"].append(_recorded(action))
             episode["observations"].append(self._cap(observation))
             episode["rewards"].append(float(reward))
-            episode["step_infos"].append({key: info.get(key) for key in STEP_INFO_KEYS})
+            episode["step_infos"].append(StepInfo.model_validate(info))
             if terminated or truncated:
                 episode.update(terminated=bool(terminated), truncated=bool(truncated), reward=float(reward))
                 episode.update({key: info.get(key) for key in TERMINAL_INFO_KEYS if key in info})
@@ -106,15 +112,22 @@ class TrajectoryRecorder(gym.Wrapper):
         episode, self._episode = self._episode, None
         if episode is None:
             return
-        record = episode | {key: None for key in TERMINAL_INFO_KEYS if key not in episode}
-        record["wall_s"] = round(time.perf_counter() - self._started, 3)
-        record["policy"] = self._policy_stats()
-        if unfinished:
-            record["unfinished"] = True
-        line = json.dumps(record, default=str)
+        record = Trajectory(
+            **episode,
+            wall_s=round(time.perf_counter() - self._started, 3),
+            policy=self._policy_info(),
+            policy_stats=self._policy_stats(),
+            unfinished=unfinished,
+        )
+        line = json.dumps(record.model_dump(mode="json"), default=str)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")
+
+    def _policy_info(self) -> PolicyInfo | None:
+        if self.policy is None:
+            return None
+        return self.policy if isinstance(self.policy, PolicyInfo) else policy_info(self.policy)
 
     def _policy_stats(self) -> dict[str, Any] | None:
         if self.policy_stats is None:
@@ -124,20 +137,6 @@ class TrajectoryRecorder(gym.Wrapper):
         except Exception as exc:  # the trajectory matters more than the stats
             log.warning("policy_stats failed, recording the episode without them: %s", exc)
             return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-def read_trajectories(path: str | Path) -> list[dict[str, Any]]:
-    """All records of a trajectory file written by `TrajectoryRecorder` (blank lines skipped)."""
-    records = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not a trajectory record ({exc.msg})") from None
-    return records
 
 
 def _recorded(action: Any) -> Any:

@@ -25,13 +25,13 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
+from swe_gym.envs.actions import ActionFormatError, parse_action
 from swe_gym.envs.prompt import SUBMIT
 from swe_gym.errors import ConfigError, PolicyError
-from swe_gym.policies import LLMConfig, LLMPolicy, make_policy
-from swe_gym.policies.llm import FormatError, parse_action
+from swe_gym.policies import LLMConfig, LLMPolicy, PolicyInfo, make_policy
 from swe_gym.settings import read_env_file
 from swe_gym.tasks import load_tasks
-from swe_gym.wrappers import TrajectoryRecorder, read_trajectories
+from swe_gym.wrappers import Trajectory, TrajectoryRecorder, read_trajectories
 from tests.conftest import IN_CI, leftover_sandboxes, provider_setup
 
 #: Written by .ci/provision_llm.sh.
@@ -84,12 +84,12 @@ def test_one_command_block_is_the_action(reply: str, command: str) -> None:
     ],
 )
 def test_unusable_replies_are_format_errors(reply: str, reason: str) -> None:
-    with pytest.raises(FormatError, match=reason):
+    with pytest.raises(ActionFormatError, match=reason):
         parse_action(reply)
 
 
 def test_a_reply_cut_at_the_token_limit_says_so() -> None:
-    with pytest.raises(FormatError, match="cut off at the token limit"):
+    with pytest.raises(ActionFormatError, match="cut off at the token limit"):
         parse_action("THOUGHT: x\n```bash\ncat <<'EOF' > big.py\n", truncated=True)
 
 
@@ -227,7 +227,7 @@ def test_endpoint_down_is_a_clear_policy_error_and_no_sandbox_leaks(tmp_path: Pa
     provider_setup("local")
     policy = _policy(f"http://127.0.0.1:{_closed_port()}/v1", max_retries=2)
     env = TrajectoryRecorder(
-        gym.make("swe_gym/SWE-v0", max_steps=3), tmp_path / "t.jsonl", policy_stats=policy.episode_stats
+        gym.make("swe_gym/SWE-v0", max_steps=3), tmp_path / "t.jsonl", policy=policy, policy_stats=policy.episode_stats
     )
     started = time.monotonic()
     try:
@@ -240,8 +240,9 @@ def test_endpoint_down_is_a_clear_policy_error_and_no_sandbox_leaks(tmp_path: Pa
     assert time.monotonic() - started < 30
     assert info["sandbox_id"] not in leftover_sandboxes()["local"]
     (record,) = read_trajectories(tmp_path / "t.jsonl")
-    assert record["unfinished"] and record["actions"] == []
-    assert record["policy"]["retries"] == 2 and len(record["policy"]["errors"]) == 3
+    assert record.unfinished and record.actions == []
+    assert record.policy == PolicyInfo(name="llm", model="m") and record.run_id
+    assert record.policy_stats["retries"] == 2 and len(record.policy_stats["errors"]) == 3
 
 
 def test_endpoint_down_through_the_cli_is_one_line_and_leaves_no_sandbox(tmp_path: Path) -> None:
@@ -408,11 +409,12 @@ def llm_endpoint() -> dict[str, str]:
 REAL = {"max_tokens": 200, "context_budget_chars": 9000, "max_format_errors": 1, "request_timeout_s": 120}
 
 
-def _check_record(record: dict[str, Any], max_steps: int) -> None:
-    actions, stats = record["actions"], record["policy"]
-    assert not record.get("unfinished") and 1 <= len(actions) <= max_steps
-    assert record["terminated"] or record["truncated"]
-    if record["terminated"]:  # ended by submit (or the marker), else by the step limit
+def _check_record(record: Trajectory, max_steps: int) -> None:
+    actions, stats = record.actions, record.policy_stats
+    assert stats is not None and record.policy is not None and record.policy.name == "llm"
+    assert not record.unfinished and 1 <= len(actions) <= max_steps
+    assert record.terminated or record.truncated
+    if record.terminated:  # ended by submit (or the marker), else by the step limit
         assert actions[-1] == SUBMIT or "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in actions[-1]
     else:
         assert len(actions) == max_steps
@@ -423,7 +425,7 @@ def _check_record(record: dict[str, Any], max_steps: int) -> None:
     assert stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
     assert len(stats["latencies_s"]) == stats["model_calls"] >= len(actions)
     assert all(latency > 0 for latency in stats["latencies_s"])
-    assert isinstance(record["patch"], str) and record["report"] is not None
+    assert isinstance(record.patch, str) and record.report is not None
 
 
 @pytest.mark.timeout(600)  # a CPU-bound model on a busy 2-core machine
@@ -431,7 +433,10 @@ def test_real_model_runs_episodes_and_records_tokens(llm_endpoint: dict[str, str
     policy = LLMPolicy({**llm_endpoint, **REAL})
     out, max_steps = tmp_path / "llm.jsonl", 4
     env = TrajectoryRecorder(
-        gym.make("swe_gym/SWE-v0", max_steps=max_steps, instance_ids=TASK_IDS), out, policy_stats=policy.episode_stats
+        gym.make("swe_gym/SWE-v0", max_steps=max_steps, instance_ids=TASK_IDS),
+        out,
+        policy=policy,
+        policy_stats=policy.episode_stats,
     )
     try:
         for task_id in TASK_IDS:
@@ -446,10 +451,10 @@ def test_real_model_runs_episodes_and_records_tokens(llm_endpoint: dict[str, str
         env.close()
         policy.close()
     records = read_trajectories(out)
-    assert [r["instance_id"] for r in records] == TASK_IDS
+    assert [r.instance_id for r in records] == TASK_IDS
     for record in records:
         _check_record(record, max_steps)
-        assert record["policy"]["model"] == llm_endpoint["model"]
+        assert record.policy == PolicyInfo(name="llm", model=llm_endpoint["model"])
 
 
 @pytest.mark.timeout(600)

@@ -101,7 +101,7 @@ def test_an_episode_of_tool_calls_views_edits_submits_and_is_resolved(mode: str,
     env = make_env(tmp_path)
     with fake_tool_server(script) as server:
         policy = make_policy(server.base_url, tool_calling=mode)
-        env.policy_stats = policy.episode_stats
+        env.policy, env.policy_stats = policy, policy.episode_stats
         try:
             actions, infos, reward = run(env, policy)
         finally:
@@ -134,7 +134,8 @@ def test_an_episode_of_tool_calls_views_edits_submits_and_is_resolved(mode: str,
     assert stats["tool_calling"] == "native" and stats["tool_calls"] == 3 and stats["format_errors"] == 0
     assert stats["action_sources"] == ["tool_call"] * 3 and stats["model_calls"] == 3
     (record,) = read_trajectories(tmp_path / "t.jsonl")
-    assert record["reward"] == 1.0 and record["policy"]["tool_calls"] == 3
+    assert record.reward == 1.0 and record.policy_stats is not None and record.policy_stats["tool_calls"] == 3
+    assert record.policy is not None and record.policy.label() == f"llm ({policy.config.model})"
     assert not leftover_sandboxes()["local"]
 
 

@@ -3,15 +3,10 @@
 One concept per module: ``config`` (`LLMConfig`), ``templates`` (the conversation's messages),
 ``history`` (what of the conversation fits the budget), ``client`` (the endpoint: the openai client's
 retries and timeouts under a hard deadline), ``policy`` (`LLMPolicy`: the conversation and format errors).
-A reply is read by swe_gym's one action parser, `swe_gym.envs.actions.parse_action`; `FormatError` is
-its `ActionFormatError`.
+A reply is read by swe_gym's one action parser, `swe_gym.envs.actions.parse_action`.
 """
 
-from swe_gym.envs.actions import ActionFormatError, parse_action
 from swe_gym.policies.llm.config import ENV_PREFIX, LLMConfig
 from swe_gym.policies.llm.policy import LLMPolicy
 
-#: The error of a reply without one usable command (swe_gym's one action-format error).
-FormatError = ActionFormatError
-
-__all__ = ["ENV_PREFIX", "FormatError", "LLMConfig", "LLMPolicy", "parse_action"]
+__all__ = ["ENV_PREFIX", "LLMConfig", "LLMPolicy"]

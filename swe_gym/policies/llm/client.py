@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
 from swe_gym.errors import ConfigError, PolicyError
 from swe_gym.policies.llm.config import LLMConfig
 from swe_gym.sandbox.loop import run_sync
@@ -44,6 +46,10 @@ _ABOUT_TOOLS = re.compile(r"tool|function", re.IGNORECASE)
 
 class ContextOverflow(Exception):
     """The endpoint refused the request because it overflows the model's context."""
+
+
+class NotACompletion(Exception):
+    """The endpoint answered with something that is no chat completion: asked again, the same way."""
 
 
 class ToolsRejected(Exception):
@@ -90,6 +96,7 @@ class ChatClient:
         self.config = config
         self._openai = openai
         self._statuses: list[int | None] = []  # the HTTP status of each try of the current call (None: no answer)
+        self._failures = 0  # tries of the current request that failed so far
         http_client = openai.DefaultAsyncHttpxClient(
             event_hooks={"request": [self._on_request], "response": [self._on_response]}
         )
@@ -130,54 +137,71 @@ class ChatClient:
     async def _complete(
         self, messages: list[dict[str, Any]], on_failure: FailureCallback, tools: list[dict[str, Any]] | None
     ) -> Completion:
-        openai, config = self._openai, self.config
+        """Ask until an answer is a chat completion (tenacity: at most ``max_retries`` more times,
+        ``backoff_s`` apart); every other failure ends the request at once."""
+        config = self.config
+        self._failures = 0
+
+        def report_retry(state: RetryCallState) -> None:
+            if state.outcome is not None:
+                self._failures += self._report(str(state.outcome.exception()), on_failure, retried=True)
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(config.max_retries + 1),
+            wait=lambda state: config.backoff_s(state.attempt_number - 1),
+            retry=retry_if_exception_type(NotACompletion),
+            before_sleep=report_retry,
+            reraise=True,
+        )
+        try:
+            return await retrying(self._ask, messages, on_failure, tools)
+        except NotACompletion as exc:
+            raise self._failed(str(exc), self._failures, on_failure) from None
+
+    async def _ask(
+        self, messages: list[dict[str, Any]], on_failure: FailureCallback, tools: list[dict[str, Any]] | None
+    ) -> Completion:
+        """One request (the openai client's own retries inside it); `NotACompletion` if its answer is none."""
+        openai, config, failures = self._openai, self.config, self._failures
         deadline = config.deadline_s()
         offer: dict[str, Any] = {"tools": tools, "tool_choice": "auto"} if tools else {}
-        failures = 0
-        for asked in range(config.max_retries + 1):  # only answers that are no completion come round again
-            self._statuses = []
-            started = time.perf_counter()
-            try:
-                async with asyncio.timeout(deadline):
-                    response = await self.client.chat.completions.create(
-                        model=config.model,
-                        messages=messages,
-                        temperature=config.temperature,
-                        max_tokens=config.max_tokens,
-                        **offer,
-                    )
-            except TimeoutError:
-                problem = f"timed out (no complete answer within {deadline:g} s)"
-                raise self._failed(problem, failures, on_failure) from None
-            except openai.APITimeoutError:
-                raise self._failed(f"timed out after {config.request_timeout_s:g} s", failures, on_failure) from None
-            except openai.APIConnectionError as exc:
-                raise self._failed(f"cannot connect ({_describe(exc)})", failures, on_failure) from exc
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                if _CONTEXT_OVERFLOW.search(str(exc)):  # first: OpenAI's overflow names "the functions" too
-                    raise ContextOverflow(str(exc)) from exc
-                if tools and _ABOUT_TOOLS.search(str(exc)):
-                    raise ToolsRejected(_describe(exc)) from exc
-                raise PolicyError(f"the model endpoint refused the request: {_describe(exc)}") from exc
-            except openai.APIStatusError as exc:
-                if exc.status_code in TRANSIENT_STATUS or exc.status_code >= 500:
-                    problem = f"HTTP {exc.status_code} ({_describe(exc)})"
-                    raise self._failed(problem, failures, on_failure) from exc
-                raise PolicyError(
-                    f"the model endpoint {self.endpoint} refused the request: {_describe(exc)}. "
-                    f"Check the model name ({config.model!r}) and the API key"
-                ) from exc
-            except (openai.OpenAIError, ValueError, TypeError, KeyError, AttributeError) as exc:  # e.g. not JSON
-                problem = f"not a chat completion ({_describe(exc)})"
-            else:
-                if hasattr(response, "choices"):
-                    return _completion(response, time.perf_counter() - started)
-                problem = f"not a chat completion (got {type(response).__name__}: {str(response)[:200]!r})"
-            if asked == config.max_retries:
-                raise self._failed(problem, failures, on_failure)
-            failures += self._report(problem, on_failure, retried=True)
-            await asyncio.sleep(config.backoff_s(asked))
-        raise AssertionError("unreachable")
+        self._statuses = []
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(deadline):
+                response = await self.client.chat.completions.create(
+                    model=config.model,
+                    messages=messages,
+                    temperature=config.temperature,
+                    max_tokens=config.max_tokens,
+                    **offer,
+                )
+        except TimeoutError:
+            problem = f"timed out (no complete answer within {deadline:g} s)"
+            raise self._failed(problem, failures, on_failure) from None
+        except openai.APITimeoutError:
+            raise self._failed(f"timed out after {config.request_timeout_s:g} s", failures, on_failure) from None
+        except openai.APIConnectionError as exc:
+            raise self._failed(f"cannot connect ({_describe(exc)})", failures, on_failure) from exc
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            if _CONTEXT_OVERFLOW.search(str(exc)):  # first: OpenAI's overflow names "the functions" too
+                raise ContextOverflow(str(exc)) from exc
+            if tools and _ABOUT_TOOLS.search(str(exc)):
+                raise ToolsRejected(_describe(exc)) from exc
+            raise PolicyError(f"the model endpoint refused the request: {_describe(exc)}") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code in TRANSIENT_STATUS or exc.status_code >= 500:
+                problem = f"HTTP {exc.status_code} ({_describe(exc)})"
+                raise self._failed(problem, failures, on_failure) from exc
+            raise PolicyError(
+                f"the model endpoint {self.endpoint} refused the request: {_describe(exc)}. "
+                f"Check the model name (model={config.model!r}) and the API key"
+            ) from exc
+        except (openai.OpenAIError, ValueError, TypeError, KeyError, AttributeError) as exc:  # e.g. not JSON
+            raise NotACompletion(f"not a chat completion ({_describe(exc)})") from None
+        if not hasattr(response, "choices"):
+            raise NotACompletion(f"not a chat completion (got {type(response).__name__}: {str(response)[:200]!r})")
+        return _completion(response, time.perf_counter() - started)
 
     def _report(self, last: str, on_failure: FailureCallback, *, retried: bool) -> int:
         """Report every try of the call just ended (the client's retries among them); returns how many."""
@@ -191,8 +215,8 @@ class ChatClient:
         failures += self._report(last, on_failure, retried=False)
         return PolicyError(
             f"the model endpoint {self.endpoint} failed {failures} time(s); last error: {last}. Check that the "
-            f"server runs and answers chat completions (base URL, model {self.config.model!r}), or raise "
-            "request_timeout_s/max_retries"
+            f"server runs and answers chat completions (base_url=, model={self.config.model!r}), or raise "
+            "request_timeout_s= or max_retries="
         )
 
 

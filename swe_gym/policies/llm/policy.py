@@ -49,6 +49,7 @@ from swe_gym.envs.actions import ActionFormatError, parse_action
 from swe_gym.envs.prompt import SUBMIT
 from swe_gym.envs.text import elide_middle
 from swe_gym.errors import ConfigError, PolicyError, validation_problems
+from swe_gym.policies.base import PolicyInfo
 from swe_gym.policies.llm.client import ChatClient, Completion, ContextOverflow, ToolsRejected
 from swe_gym.policies.llm.config import ENV_PREFIX, LLMConfig
 from swe_gym.policies.llm.history import fit_history
@@ -102,6 +103,11 @@ class LLMPolicy:
         self._call_ids: set[str] = set()
         self._stats: dict[str, Any] = self._new_stats()
 
+    @property
+    def identity(self) -> PolicyInfo:
+        """``llm`` and the model it asks: what a trajectory records as its policy."""
+        return PolicyInfo(name="llm", model=self.config.model)
+
     # -- Policy protocol ----------------------------------------------------------------
 
     def reset(self, observation: str, info: dict[str, Any]) -> None:
@@ -136,7 +142,8 @@ class LLMPolicy:
         self._first_act = False
         if self._pending:  # the reply's next call: its result goes back before the next request
             return self._next_call()
-        for attempt in range(self.config.max_format_errors + 1):
+        attempt = 0
+        while True:  # each pass returns, or re-asks after a format error (at most max_format_errors times)
             completion = self._query()
             if self._native and completion.tool_calls:
                 return self._take_calls(completion)
@@ -152,6 +159,7 @@ class LLMPolicy:
                 log.info("format error (%d/%d): %s", attempt + 1, self.config.max_format_errors + 1, exc)
                 if attempt < self.config.max_format_errors:
                     self.messages.append({"role": "user", "content": message})
+                    attempt += 1
                     continue
                 # Out of re-asks: the env runs a printf of the error, so the step limit still ends the
                 # episode and the model reads the error as its next observation.
@@ -161,7 +169,6 @@ class LLMPolicy:
                 self._fall_back("the endpoint answered with a bash block and no tool call")
             self._stats["action_sources"].append("block")
             return command
-        raise AssertionError("unreachable")
 
     # -- native tool calls ------------------------------------------------------------------
 
@@ -173,7 +180,7 @@ class LLMPolicy:
         if config.tool_calling == "native" and not tools:
             raise ConfigError(
                 "tool_calling='native' needs an env that takes tool calls: make it with "
-                "tools=['bash', 'str_replace_editor', 'submit'] (or set the policy's tools=)"
+                "tools=['bash', 'str_replace_editor', 'submit'] (or set LLMConfig.tools=)"
             )
         return tools
 
@@ -313,7 +320,7 @@ class LLMPolicy:
                 if self.config.tool_calling == "native" or self._endpoint_calls_tools:
                     raise PolicyError(
                         f"the model endpoint refused the request's tools ({exc}); for an endpoint without "
-                        "tool calling, set tool_calling='text' (or 'auto')"
+                        "tool calling, set tool_calling='text' (or tool_calling='auto')"
                     ) from exc
                 self._fall_back(f"the endpoint refused tools= ({exc})")
                 continue
