@@ -62,8 +62,6 @@ def _argument(annotation: Any) -> dict[str, Any] | None:
         return {"choices": list(args), "type": type(args[0])}
     if origin is list and args and args[0] in _SCALARS:
         return {"nargs": "+", "action": "extend", "type": _SCALARS[args[0]]}
-    if origin is list and args and typing.get_origin(args[0]) is Literal:
-        return {"nargs": "+", "action": "extend", "choices": list(typing.get_args(args[0]))}
     if origin is list and args and typing.get_origin(args[0]) is Literal:  # e.g. --tools bash submit
         return {"nargs": "+", "action": "extend", "choices": list(typing.get_args(args[0]))}
     if annotation in _SCALARS:
