@@ -52,7 +52,7 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     env = gym.make("swe_gym/SWE-v0", provider=args.provider, image=args.image, max_steps=args.max_steps)
-    env = TrajectoryRecorder(env, args.out, policy_stats=policy.episode_stats)
+    env = TrajectoryRecorder(env, args.out, policy=policy, policy_stats=policy.episode_stats)
     print(f"model {config.model} at {config.base_url}")
     try:
         for episode in range(args.episodes):
