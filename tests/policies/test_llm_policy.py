@@ -386,7 +386,7 @@ def _llm_problem() -> str | None:
     if not (base_url and model):
         return f"no LLM endpoint configured (run .ci/provision_llm.sh, which writes {LLM_ENV_FILE})"
     try:
-        urllib.request.urlopen(f"{base_url}/models", timeout=5).read()
+        urllib.request.urlopen(f"{base_url}/models", timeout=60).read()  # it answers after a generation in progress
     except OSError as exc:
         return f"the LLM server at {base_url} does not answer ({exc})"
     os.environ["SWE_GYM_LLM_BASE_URL"], os.environ["SWE_GYM_LLM_MODEL"] = base_url, model

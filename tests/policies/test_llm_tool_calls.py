@@ -300,7 +300,7 @@ def _tools_endpoint() -> tuple[str | None, str]:
     if not url:
         return None, f"no tool-calling LLM endpoint configured (run .ci/provision_llm.sh, which writes {LLM_ENV_FILE})"
     try:
-        urllib.request.urlopen(f"{url}/models", timeout=5).read()
+        urllib.request.urlopen(f"{url}/models", timeout=60).read()  # it answers after a generation in progress
     except OSError as exc:
         return None, f"the tool-calling LLM server at {url} does not answer ({exc})"
     return url, ""
