@@ -7,7 +7,7 @@ the same local images, in this process, one after the other, and the wall time o
 (reading the dataset and predictions, every container started, patched, tested and removed, the reports written):
 
 * ``swe_gym``: ``swe_gym.grading.evaluation.evaluate(tasks, predictions, provider="docker", workers=W)`` (what
-  ``swe-gym evaluate --provider docker --workers W`` runs), tasks from the rows (``harness: "swebench"``, so the
+  ``swe-gym evaluate --provider docker --workers W`` runs), tasks from the rows (``toolkit: "swebench"``, so the
   official eval script, log parser and resolution rule; ``--harness`` picks swe_gym's grading mode where the
   installed swe_gym has one).
 * ``swebench``: ``swebench.harness.run_evaluation.main(dataset_name=ROWS.json, predictions_path=PREDS.json,
@@ -85,7 +85,6 @@ from bench_common import (
 from real_image import DEFAULT_ROW
 
 from swe_gym.grading.evaluation import evaluate, read_predictions
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask
 
 TARGET_RATIO = 4.0
@@ -175,17 +174,15 @@ def run_swe_gym(inst: Instances, workers: int, run_dir: Path, harness: str | Non
     extra: dict[str, Any] = {}
     if harness is not None:
         extra["harness"] = harness
-    report = run_sync(
-        evaluate(
-            tasks,
-            predictions,
-            provider="docker",
-            workers=workers,
-            run_dir=run_dir,
-            run_id=f"bench-{uuid.uuid4().hex[:8]}",
-            invalid=invalid,
-            **extra,
-        )
+    report = evaluate(
+        tasks,
+        predictions,
+        provider="docker",
+        workers=workers,
+        run_dir=run_dir,
+        run_id=f"bench-{uuid.uuid4().hex[:8]}",
+        invalid=invalid,
+        **extra,
     )
     elapsed = time.perf_counter() - started
     return Outcome(elapsed, set(report.resolved_ids), set(report.unresolved_ids), set(report.error_ids))

@@ -4,7 +4,7 @@ What is compared
 ----------------
 For each of a few bundled tasks (default 3) and its gold patch, the wall time (``time.perf_counter``) of:
 
-* ``grade()``: ``run_sync(grade(task, task.patch, provider="docker", spec=SandboxSpec(image=IMG)))``: a fresh
+* ``grade()``: ``grade(task, task.patch, provider="docker", spec=SandboxSpec(image=IMG))``: a fresh
   container, the repository uploaded, the patch's paths checked, the work tree listed, the patch applied (``git
   apply``, falling back to other methods only if that fails), the tree listed again and the restore set decided
   (and restored), the markers sealed with a nonce and the canary tests written, the hidden tests written and run by
@@ -71,7 +71,7 @@ class Samples:
 
 def time_grade(task: SWETask, image: str) -> tuple[float, bool]:
     started = time.perf_counter()
-    report = run_sync(grade(task, task.patch, provider="docker", spec=SandboxSpec(image=image)))
+    report = grade(task, task.patch, provider="docker", spec=SandboxSpec(image=image))
     elapsed_ms = (time.perf_counter() - started) * 1000.0
     if report.masked:
         raise BenchmarkError(f"grade() of {task.instance_id} was masked: {report.masked_reason}")

@@ -8,8 +8,8 @@ What is compared
 (a) Grade vs bare, provider docker, wall time (``time.perf_counter``) from before the container starts to after it
 is removed, in one run, side by side, for each of:
 
-* ``grade(gold, twins)`` and ``grade(gold, no twins)``: ``run_sync(grade(task, task.patch, provider="docker",
-  twins=...))``: everything the grader does (a fresh sandbox, the patch's paths checked, the tree recorded, the
+* ``grade(gold, twins)`` and ``grade(gold, no twins)``: ``grade(task, task.patch, provider="docker",
+  twins=...)``: everything the grader does (a fresh sandbox, the patch's paths checked, the tree recorded, the
   apply ladder, the restore set, the official swebench 4.x eval script with sealed markers, the log parsed by
   swebench's django parser and judged by its rule), with and without the integrity checks' second "twin" pass
   (run concurrently in a second fresh sandbox). It must resolve the task.
@@ -104,9 +104,8 @@ from bench_common import (
 )
 from real_image import DEFAULT_ROW
 
-from swe_gym.grading import GradeReport, get_parser, grade, official
+from swe_gym.grading import GradeReport, get_parser, grade, swebench_toolkit
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask
 
 #: grade/bare targets (p50s) for the default grade(): a resolved patch runs every pass to the end, an unresolved one
@@ -173,7 +172,7 @@ class Bare:
             SandboxSpec().command_env()
         )  # the variables grade()'s sandbox commands get (PYTHONDONTWRITEBYTECODE...)
         self.tests = bare_test_command(self.task)
-        self.official_script = official.eval_script(self.task)
+        self.official_script = swebench_toolkit.eval_script(self.task)
         self.archive = patch_tar(
             {"test.patch": self.task.test_patch, "gold.patch": self.task.patch, "eval.sh": self.official_script}
         )
@@ -270,7 +269,7 @@ class GradeLog:
 
         def call() -> None:
             for task, patch in jobs:
-                report = run_sync(grade(task, patch, provider="docker", spec=spec, **kw))
+                report = grade(task, patch, provider="docker", spec=spec, **kw)
                 self.record(name, task, report, resolved)
 
         return Method(name, call)
@@ -375,14 +374,14 @@ def part_a_methods(task: SWETask, bare: Bare) -> PartA:
     def run_bare() -> None:
         _, output, code = bare.run(bare.script(official_script=False))
         part.bare_phases.append(bare.last_phases)
-        status = official.parse_section(task, output)
+        status = swebench_toolkit.parse_section(task, output)
         failing = [t for t in [*task.fail_to_pass, *task.pass_to_pass] if status.get(t) != "PASSED"]
         if code == 97 or failing:
             part.bare_mismatches.append(f"bare: exit {code}, not passing: {failing[:5]}; log tail: {output[-500:]!r}")
 
     def run_official() -> None:
         _, output, _ = bare.run(bare.script(official_script=True))
-        resolved, _, _ = official.judge(task, official.parse_log(task, output))
+        resolved, _, _ = swebench_toolkit.judge(task, swebench_toolkit.parse_log(task, output))
         if not resolved:
             part.bare_mismatches.append(f"bare + official script did not resolve the gold patch: {output[-500:]!r}")
 

@@ -179,6 +179,7 @@ class _NoCommit:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+        self.max_concurrent_creates = inner.max_concurrent_creates
 
     async def create(self, spec: SandboxSpec) -> Any:
         return await self.inner.create(spec)

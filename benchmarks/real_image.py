@@ -26,14 +26,14 @@ for with ``--namespace swebench``) laid out like a SWE-bench instance image:
 The gold patch (the validators change) and the test patch (the test additions) are ``git diff`` outputs computed
 here from the two states of the tree; together with FAIL_TO_PASS (the two validator tests) and PASS_TO_PASS (the
 other tests of ``auth_tests.test_validators`` that pass at the base with the test patch, found by running them) they
-make a SWE-bench-format task row (``harness: "swebench"``, ``image``: the image), written to
+make a SWE-bench-format task row (``toolkit: "swebench"``, ``image``: the image), written to
 ``/var/tmp/swe_gym_bench/django__django-11099.json`` (``--row``), which ``grading_speed.py`` and
 ``evaluate_vs_official.py`` read.
 
 Checks at the end: the row's FAIL_TO_PASS tests fail at the base and pass with the gold patch; Django's own test
 runner runs ``auth_tests.test_validators`` in a ``--network none`` container; the official swebench 4.x eval script
-(``swe_gym.grading.official.eval_script``) runs there with the gold patch and its log, read by swebench's parser,
-resolves the task.
+(``swe_gym.grading.swebench_toolkit.eval_script``) runs there with the gold patch and its log, read by swebench's
+parser, resolves the task.
 
 Run: ``python benchmarks/real_image.py [--image IMG] [--row PATH] [--rebuild]`` (about 3 minutes the first time;
 seconds when the image exists, which is kept unless ``--rebuild``). Needs root (debootstrap, chroot), a Docker
@@ -410,7 +410,7 @@ def make_row(image: str, repo: Repo, pass_to_pass: list[str]) -> dict[str, objec
         "FAIL_TO_PASS": FAIL_TO_PASS,
         "PASS_TO_PASS": pass_to_pass,
         "image": image,
-        "harness": "swebench",
+        "toolkit": "swebench",
     }
 
 
@@ -437,11 +437,11 @@ def derive_row(image: str, repo: Repo) -> dict[str, object]:
 
 def check_official(row: dict[str, object], image: str) -> None:
     """The official (swebench 4.x) eval script, derived by swe_gym, resolves the gold patch in the image."""
-    from swe_gym.grading import official
+    from swe_gym.grading import swebench_toolkit
     from swe_gym.tasks import SWETask
 
     task = SWETask.model_validate(row)
-    script = official.eval_script(task)
+    script = swebench_toolkit.eval_script(task)
     if "pip install -e ." not in script or "git apply" not in script:
         raise BuildError("the official eval script does not look like swebench 4.x's")
     started = time.perf_counter()
@@ -451,8 +451,8 @@ def check_official(row: dict[str, object], image: str) -> None:
         {"/tmp/gold.patch": task.patch, "/tmp/eval.sh": script},
     )
     elapsed = time.perf_counter() - started
-    status = official.parse_log(task, output)
-    resolved, f2p, p2p = official.judge(task, status)
+    status = swebench_toolkit.parse_log(task, output)
+    resolved, f2p, p2p = swebench_toolkit.judge(task, status)
     log(
         f"official eval script in a --network none container: {elapsed:.1f} s (start to removal), "
         f"FAIL_TO_PASS {len(f2p.success)}/{len(task.fail_to_pass)}, PASS_TO_PASS {len(p2p.success)}/"

@@ -186,23 +186,23 @@ def make_row(image: str, repo: Repo) -> dict[str, object]:
         "FAIL_TO_PASS": FAIL_TO_PASS,
         "PASS_TO_PASS": PASS_TO_PASS,
         "image": image,
-        "harness": "swebench",
+        "toolkit": "swebench",
     }
 
 
 def check_row(row: dict[str, object], image: str) -> None:
     """The official eval script fails FAIL_TO_PASS at the base and resolves the gold patch (swebench's parser)."""
-    from swe_gym.grading import official
+    from swe_gym.grading import swebench_toolkit
     from swe_gym.tasks import SWETask
 
     task = SWETask.model_validate(row)
-    script = official.eval_script(task)
+    script = swebench_toolkit.eval_script(task)
     for gold in (False, True):
         apply = "git apply /tmp/gold.patch && " if gold else ""
         files = {"/tmp/gold.patch": task.patch, "/tmp/eval.sh": script}
         output = in_container(image, f"cd /testbed && {apply}bash /tmp/eval.sh 2>&1", files)
-        status = official.parse_log(task, output)
-        resolved, f2p, p2p = official.judge(task, status)
+        status = swebench_toolkit.parse_log(task, output)
+        resolved, f2p, p2p = swebench_toolkit.judge(task, status)
         log(
             f"{'gold' if gold else 'base'}: FAIL_TO_PASS {len(f2p.success)}/{len(FAIL_TO_PASS)}, PASS_TO_PASS "
             f"{len(p2p.success)}/{len(PASS_TO_PASS)}"

@@ -19,7 +19,7 @@ from swe_gym.errors import (
     SWEGymError,
     TaskError,
 )
-from swe_gym.grading import GradeReport, grade
+from swe_gym.grading import GradeReport, evaluate, evaluate_async, grade, grade_async, validate, validate_async
 from swe_gym.sandbox import AsyncSandbox, ExecResult, Sandbox, SandboxSpec
 from swe_gym.tasks import SWETask, load_tasks
 from swe_gym.vector import SWEVectorEnv
@@ -52,6 +52,11 @@ __all__ = [
     "SandboxError",
     "SandboxSpec",
     "TaskError",
+    "evaluate",
+    "evaluate_async",
     "grade",
+    "grade_async",
     "load_tasks",
+    "validate",
+    "validate_async",
 ]

@@ -76,9 +76,25 @@ def _opensandbox_problem() -> str | None:
     return _DOCKER_PROBLEM  # its sandboxes run the Docker test image
 
 
+@cache
+def _delegating_problem() -> str | None:
+    """Never missing: installs the Protocol-only provider's entry point (as ``pip install`` of a plugin would)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from tests.sandbox.delegating_provider import install_entry_point
+
+    directory = Path(tempfile.mkdtemp(prefix="swe_gym-plugin-"))
+    atexit.register(shutil.rmtree, directory, True)
+    install_entry_point(directory)
+    return None
+
+
 _PROBLEMS = {
     "local": lambda: None if bwrap_works() else "bubblewrap (bwrap) is not available",
     "local-unisolated": lambda: None,
+    "delegating": _delegating_problem,
     "docker": lambda: _DOCKER_PROBLEM,
     "apptainer": _apptainer_problem,
     "opensandbox": _opensandbox_problem,
@@ -99,12 +115,15 @@ def require_docker() -> None:
     require("docker")
 
 
-#: name -> (provider config, image). "local" is bwrap-isolated; "local-unisolated" is the fallback.
+#: name -> (provider config, image). "local" is bwrap-isolated; "local-unisolated" is the fallback; "delegating"
+#: is a third-party provider written to the Protocols alone, found by its entry point
+#: (tests/sandbox/delegating_provider.py).
 #: OpenSandbox's connection (and, in CI, network_policy=server-default: its deny-all egress policy
 #: needs the server's egress sidecar, an image CI cannot obtain) comes from SWE_GYM_OPENSANDBOX_*.
 PROVIDERS: dict[str, tuple[dict[str, Any], str | None]] = {
     "local": ({"type": "local", "isolation": "bwrap"}, None),
     "local-unisolated": ({"type": "local", "isolation": "none"}, None),
+    "delegating": ({"type": "delegating"}, None),
     "docker": ({"type": "docker"}, TEST_IMAGE),
     "apptainer": ({"type": "apptainer"}, TEST_IMAGE),
     "opensandbox": ({"type": "opensandbox"}, TEST_IMAGE),

@@ -11,6 +11,7 @@ class FakeExplodingProvider:
     """FAKE: every create raises ``RuntimeError("boom")``."""
 
     name = "fake-exploding"
+    max_concurrent_creates = 4
 
     async def create(self, spec: object) -> object:
         raise RuntimeError("boom")

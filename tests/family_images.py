@@ -21,7 +21,6 @@ from pathlib import Path
 
 from swe_gym.grading import grade
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask
 from tests.conftest import TEST_IMAGE
 
@@ -137,16 +136,16 @@ def swebench_image(tag: str, repo: CalcRepo, context: Path) -> str:
 def assert_four_verdicts(task: SWETask, breaks_p2p_patch: str) -> None:
     """Gold resolves; empty, a PASS_TO_PASS-breaking and a non-diff patch do not — each with its reason."""
     spec = SandboxSpec()
-    gold = run_sync(grade(task, task.patch, provider="docker", spec=spec))
+    gold = grade(task, task.patch, provider="docker", spec=spec)
     assert not gold.masked, gold.masked_reason
     assert gold.resolved, gold.log_tail
     assert gold.fail_to_pass.success == task.fail_to_pass and gold.pass_to_pass.success == task.pass_to_pass
-    empty = run_sync(grade(task, "", provider="docker", spec=spec))
+    empty = grade(task, "", provider="docker", spec=spec)
     assert not empty.masked and empty.empty_patch and not empty.resolved
     assert empty.fail_to_pass.failure == task.fail_to_pass
-    broken = run_sync(grade(task, breaks_p2p_patch, provider="docker", spec=spec))
+    broken = grade(task, breaks_p2p_patch, provider="docker", spec=spec)
     assert not broken.masked and not broken.resolved
     assert broken.fail_to_pass.success == task.fail_to_pass and broken.pass_to_pass.failure == task.pass_to_pass
-    garbage = run_sync(grade(task, "this is not a diff\n", provider="docker", spec=spec))
+    garbage = grade(task, "this is not a diff\n", provider="docker", spec=spec)
     assert not garbage.masked and not garbage.resolved and not garbage.patch_applied
     assert garbage.log_tail  # the apply ladder's reason

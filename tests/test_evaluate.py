@@ -236,20 +236,17 @@ def test_default_workers_are_bounded() -> None:
 def test_a_provider_that_raises_masks_only_the_instances_it_touches(tmp_path: Path) -> None:
     """A sandbox that cannot start, whatever the provider raised, is the environment's failure: masked."""
     from swe_gym.grading.evaluation import evaluate, gold_predictions
-    from swe_gym.sandbox.loop import run_sync
 
     tasks = TASKS[:3]
     seen: list[tuple[str, int, int]] = []
-    report = run_sync(
-        evaluate(
-            tasks,
-            gold_predictions(tasks),
-            provider=FakeExplodingProvider(),
-            workers=2,
-            run_dir=tmp_path,
-            run_id="boom",
-            on_result=lambda result, done, total: seen.append((result.status, done, total)),
-        )
+    report = evaluate(
+        tasks,
+        gold_predictions(tasks),
+        provider=FakeExplodingProvider(),
+        workers=2,
+        run_dir=tmp_path,
+        run_id="boom",
+        on_result=lambda result, done, total: seen.append((result.status, done, total)),
     )
     assert report.resolved_ids == [] and report.error_ids == sorted(t.instance_id for t in tasks)  # masked count
     assert set(report.swe_gym.masked) == {t.instance_id for t in tasks}

@@ -25,7 +25,6 @@ from swe_gym.grading.certificate import validate
 from swe_gym.policies import OraclePolicy, PolicyInfo, RandomPolicy
 from swe_gym.report import load_run, write_report
 from swe_gym.report.plots import BLUE, ORANGE, TEAL
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import load_tasks
 from swe_gym.wrappers import TrajectoryRecorder, read_trajectories
 from tests.conftest import IN_CI, leftover_sandboxes, provider_setup
@@ -265,7 +264,7 @@ def test_an_evaluation_run_dir_report_shows_patches_verdicts_and_logs(tmp_path: 
 
 def test_a_certificate_report(tmp_path: Path) -> None:
     provider_setup("local")
-    certificate = run_sync(validate(TASKS[:1], k=1, dataset="bundled")).write(tmp_path / "cert.json")
+    certificate = validate(TASKS[:1], k=1, dataset="bundled").write(tmp_path / "cert.json")
     index = write_report(certificate)
     assert index == tmp_path / "report" / "cert" / "index.html"
     text = index.read_text()

@@ -19,7 +19,6 @@ from swe_gym.grading.evaluation import (
 )
 from swe_gym.progress import Progress, say
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.registry import get_provider
 
 DESCRIPTION = """\
@@ -109,23 +108,22 @@ def run(args: argparse.Namespace) -> int:
             invalid = [e for e in invalid if e.instance_id is None or e.instance_id in wanted]
     say(f"grading {len(predictions)} predictions against {len(tasks)} instances with {args.workers} workers")
     bar = Progress(None, "grading", "instance")
-    coroutine = evaluate(
-        tasks,
-        predictions,
-        provider=provider,
-        spec=SandboxSpec(image=args.image),
-        workers=args.workers,
-        run_dir=args.run_dir,
-        run_id=run_id,
-        invalid=invalid,
-        on_result=_Progress(bar),
-        timeout_s=args.timeout,
-        harness=args.harness,
-        certificate=certificate,
-        uncertified=args.uncertified,
-    )
     try:
-        report = run_sync(coroutine)
+        report = evaluate(
+            tasks,
+            predictions,
+            provider=provider,
+            spec=SandboxSpec(image=args.image),
+            workers=args.workers,
+            run_dir=args.run_dir,
+            run_id=run_id,
+            invalid=invalid,
+            on_result=_Progress(bar),
+            timeout_s=args.timeout,
+            harness=args.harness,
+            certificate=certificate,
+            uncertified=args.uncertified,
+        )
     except KeyboardInterrupt:
         bar.close()
         print(

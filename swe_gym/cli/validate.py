@@ -14,7 +14,6 @@ from swe_gym.errors import ConfigError
 from swe_gym.grading.certificate import Certificate, RunEvent, validate
 from swe_gym.progress import Progress, say
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.registry import get_provider
 
 DESCRIPTION = """\
@@ -110,20 +109,19 @@ def run(args: argparse.Namespace) -> int:
         f"validating {len(tasks)} instances: gold and empty patch {args.k} times each "
         f"({2 * args.k * len(tasks)} gradings, {args.workers} at a time)"
     )
-    coroutine = validate(
-        tasks,
-        k=args.k,
-        provider=provider,
-        spec=SandboxSpec(image=args.image),
-        workers=args.workers,
-        on_progress=_Progress(bar),
-        timeout_s=args.timeout,
-        dataset=args.dataset,
-        split=args.split,
-        harness=args.harness,
-    )
     try:
-        certificate = run_sync(coroutine)
+        certificate = validate(
+            tasks,
+            k=args.k,
+            provider=provider,
+            spec=SandboxSpec(image=args.image),
+            workers=args.workers,
+            on_progress=_Progress(bar),
+            timeout_s=args.timeout,
+            dataset=args.dataset,
+            split=args.split,
+            harness=args.harness,
+        )
     except KeyboardInterrupt:
         bar.close()
         print("interrupted: gradings cancelled and their sandboxes closed; no certificate written", file=sys.stderr)

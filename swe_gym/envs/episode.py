@@ -19,7 +19,7 @@ from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.prompt import SUBMIT, is_submission, task_prompt
 from swe_gym.envs.text import to_observation
 from swe_gym.errors import GradingError, SandboxDiedError
-from swe_gym.grading import GradeReport, extract_patch, grade, snapshot
+from swe_gym.grading import GradeReport, extract_patch, grade_async, snapshot
 from swe_gym.grading.certificate import Certificate
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.pool import SandboxPool
@@ -268,7 +268,7 @@ class Episode:
             return None
         try:
             grader = await task
-        except Exception as exc:  # grade() starts its own and reports what fails then
+        except Exception as exc:  # grade_async() starts its own and reports what fails then
             log.debug("the prestarted grading sandbox of %s failed: %s", self.task.instance_id, exc)
             return None
         if await grader.status() is not SandboxStatus.RUNNING:
@@ -317,7 +317,7 @@ class Episode:
             info.update(report=None, grade_s=0.0)
             return self._observe(output + "\n[swe_gym: step limit reached]"), 0.0, False, True, info
         grader = await self._take_grader()
-        report = await grade(
+        report = await grade_async(
             self.task, patch, provider=settings.provider, spec=settings.spec, pool=settings.pool, sandbox=grader
         )
         info.update(self._terminal_info(report, patch, note))

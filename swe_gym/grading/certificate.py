@@ -1,19 +1,18 @@
 """The fidelity certificate: does every task grade as it should, every time?
 
-`validate` grades each task's gold patch and the empty patch ``k`` times each, in fresh sandboxes (all
-``2k`` runs of every task under one bound of ``workers`` at a time), and records per task: how often gold
-resolved and the empty patch did not, what was masked and why, the tests whose status varied between runs
-of the *same* patch (flaky), the image's digest (providers with images) and each run's duration. A task
-``passed`` when gold resolved ``k/k``, the empty patch was unresolved ``k/k``, nothing was masked or raised,
-and no graded test (FAIL_TO_PASS, PASS_TO_PASS) is flaky; ``problems`` says why not, in words.
+`validate_async` (`validate`, its blocking form) grades each task's gold patch and the empty patch ``k`` times each,
+in fresh sandboxes (all ``2k`` runs of every task under one bound of ``workers`` at a time), and records per task:
+how often gold resolved and the empty patch did not, what was masked and why, the tests whose status varied between
+runs of the *same* patch (flaky), the image's digest (providers with images) and each run's duration. A task
+``passed`` when gold resolved ``k/k``, the empty patch was unresolved ``k/k``, nothing was masked or raised, and no
+graded test (FAIL_TO_PASS, PASS_TO_PASS) is flaky; ``problems`` says why not, in words.
 
 `Certificate.write` and `load_certificate` store it as JSON (``swe-gym validate`` writes one);
 `screen_tasks` and `env_tasks` let ``evaluate`` and the envs skip or flag tasks that failed it (or that it
 does not name).
 
->>> from swe_gym.sandbox.loop import run_sync
 >>> from swe_gym.tasks import load_tasks
->>> certificate = run_sync(validate(load_tasks("bundled", limit=1), k=2))  # doctest: +SKIP
+>>> certificate = validate(load_tasks("bundled", limit=1), k=2)  # doctest: +SKIP
 >>> certificate.summary.passed  # doctest: +SKIP
 1
 """
@@ -33,11 +32,12 @@ from pydantic import BaseModel, Field, ValidationError
 
 from swe_gym.errors import ConfigError, validation_problems
 from swe_gym.grading.eval_run import GRADING_GRACE_S, with_timeout
-from swe_gym.grading.harness import Harness, grade
+from swe_gym.grading.harness import Harness, grade_async
 from swe_gym.grading.report import GradeReport
 from swe_gym.jsonl import BadLine, json_document
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
+from swe_gym.sandbox.loop import blocking
 from swe_gym.sandbox.protocol import ImageInspector
 from swe_gym.sandbox.registry import get_provider
 from swe_gym.tasks.model import SWETask
@@ -385,7 +385,9 @@ class _Validation:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(timeout_s):
-                    report = await grade(task, patch, provider=self.provider, spec=self.spec, harness=self.harness)  # type: ignore[arg-type]
+                    report = await grade_async(
+                        task, patch, provider=self.provider, spec=self.spec, harness=self.harness  # type: ignore[arg-type]
+                    )
                 result = _run_result(report, kind)
             except TimeoutError:
                 result = RunResult(outcome="error", reason=f"grading did not finish within {timeout_s:.0f}s")
@@ -411,7 +413,7 @@ class _Validation:
                 log.exception("the on_progress callback failed")
 
 
-async def validate(
+async def validate_async(
     tasks: Iterable[SWETask],
     *,
     k: int = 3,
@@ -475,10 +477,13 @@ async def validate(
         split=split,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         swe_gym_version=__version__,
-        provider=getattr(backend, "name", type(backend).__name__),
+        provider=backend.name,
         k=k,
         harness=harness,
         timeout_s=timeout_s,
         summary=summary,
         instances=instances,
     )
+
+
+validate = blocking(validate_async)

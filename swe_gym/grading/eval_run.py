@@ -1,6 +1,6 @@
-"""What both grading modes share: one eval run's record, the grading sandbox's start, and the
-per-task-kind choice of eval script, reinstall line, log parser and verdict (swebench's for
-``harness="swebench"`` tasks, our own otherwise)."""
+"""What both grading harnesses share: one eval run's record, the grading sandbox's start, and the
+per-task choice of eval script, reinstall line, log parser and verdict (swebench's for
+``toolkit="swebench"`` tasks, our own otherwise)."""
 
 from __future__ import annotations
 
@@ -33,40 +33,40 @@ def with_timeout(task: SWETask, timeout_s: float | None) -> SWETask:
     return task.model_copy(update={"eval": task.eval.model_copy(update={"timeout_s": timeout_s})})
 
 
-def official_eval_script(task: SWETask) -> str:
-    from swe_gym.grading import official
+def swebench_eval_script(task: SWETask) -> str:
+    from swe_gym.grading import swebench_toolkit
 
-    return official.eval_script(task)
+    return swebench_toolkit.eval_script(task)
 
 
 def install_command(task: SWETask) -> str | None:
-    if task.eval.harness != "swebench":
+    if task.eval.toolkit != "swebench":
         return None
-    from swe_gym.grading import official
+    from swe_gym.grading import swebench_toolkit
 
-    return official.install_command(task)
+    return swebench_toolkit.install_command(task)
 
 
 def parse_section(task: SWETask, section: str) -> dict[str, TestStatus]:
-    if task.eval.harness == "swebench":
-        from swe_gym.grading import official
+    if task.eval.toolkit == "swebench":
+        from swe_gym.grading import swebench_toolkit
 
-        return official.parse_section(task, section)
+        return swebench_toolkit.parse_section(task, section)
     return get_parser(task.eval.log_parser or "pytest")(section)
 
 
 def judge_status(task: SWETask, status: dict[str, TestStatus]) -> tuple[bool, TestGroup, TestGroup]:
-    if task.eval.harness == "swebench":
-        from swe_gym.grading import official
+    if task.eval.toolkit == "swebench":
+        from swe_gym.grading import swebench_toolkit
 
-        return official.judge(task, status)
+        return swebench_toolkit.judge(task, status)
     f2p, p2p = classify(task.fail_to_pass, status), classify(task.pass_to_pass, status)
     return not f2p.failure and not p2p.failure, f2p, p2p
 
 
 @dataclass
 class EvalRun:
-    """One eval in one fresh sandbox, and everything odd about it (both harness modes fill it)."""
+    """One eval in one fresh sandbox, and everything odd about it (both harnesses fill it)."""
 
     empty: bool
     applied: bool = False

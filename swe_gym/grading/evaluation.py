@@ -2,7 +2,7 @@
 
 A prediction is one row ``{"instance_id", "model_name_or_path", "model_patch"}``.
 `read_predictions` reads them from JSONL or JSON and reports bad rows instead of
-stopping at them; `evaluate` grades every valid one concurrently (at most
+stopping at them; `evaluate_async` (`evaluate`, its blocking form) grades every valid one concurrently (at most
 ``workers`` at a time), writes each instance's patch, report and eval log under
 ``run_dir/run_id/model/instance_id/``, and returns an `EvaluationReport` whose
 JSON is swebench's run report (``make_run_report``) plus a ``swe_gym`` section.
@@ -27,11 +27,11 @@ from pathlib import Path
 from swe_gym.errors import ConfigError
 from swe_gym.grading.certificate import Certificate, Uncertified, screen_tasks
 from swe_gym.grading.eval_run import GRADING_GRACE_S, with_timeout
-from swe_gym.grading.harness import Harness, grade
+from swe_gym.grading.harness import Harness, grade_async
 from swe_gym.grading.predictions import (
     MAX_PATCH_BYTES,
     Prediction,
-    PredictionError,
+    UnusablePrediction,
     gold_predictions,
     read_predictions,
     reject_patch,
@@ -48,7 +48,7 @@ from swe_gym.grading.run_report import (
 )
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
-from swe_gym.sandbox.loop import offload
+from swe_gym.sandbox.loop import blocking, offload
 from swe_gym.sandbox.registry import get_provider
 from swe_gym.tasks.model import SWETask
 
@@ -145,7 +145,7 @@ async def _grade_one(
             return await run.record(prediction, task.instance_id, model, "unresolved", rejected, started, report)
         try:
             async with asyncio.timeout(task.eval.timeout_s + GRADING_GRACE_S):
-                report = await grade(task, patch, provider=provider, spec=spec, harness=harness)
+                report = await grade_async(task, patch, provider=provider, spec=spec, harness=harness)
         except TimeoutError:
             reason = f"grading did not finish within {task.eval.timeout_s + GRADING_GRACE_S:.0f}s"
             return await run.record(prediction, task.instance_id, model, "error", reason, started)
@@ -163,7 +163,7 @@ async def _grade_one(
         return await run.record(prediction, task.instance_id, model, "unresolved", report.summary(), started, report)
 
 
-async def evaluate(
+async def evaluate_async(
     tasks: Sequence[SWETask],
     predictions: Sequence[Prediction],
     *,
@@ -172,7 +172,7 @@ async def evaluate(
     workers: int = 4,
     run_dir: str | Path = "runs/evaluation",
     run_id: str,
-    invalid: Sequence[PredictionError] = (),
+    invalid: Sequence[UnusablePrediction] = (),
     on_result: ProgressCallback | None = None,
     timeout_s: float | None = None,
     max_patch_bytes: int = MAX_PATCH_BYTES,
@@ -189,7 +189,7 @@ async def evaluate(
     ``invalid`` are the bad rows `read_predictions` found: an instance whose only rows are
     invalid is an error. ``on_result(result, done, total)`` is called as each instance
     finishes. ``timeout_s`` overrides every task's eval timeout. ``harness="official"`` grades by
-    ``run_evaluation``'s rules (see `swe_gym.grading.official_mode`). Writes each instance's
+    ``run_evaluation``'s rules (see `swe_gym.grading.official_harness`). Writes each instance's
     ``patch.diff``, ``report.json`` and ``eval.log`` under ``run_dir/run_id/<model>/<instance_id>/``
     and the summary to ``run_dir/run_id/<model>.<run_id>.json``; returns it.
     """
@@ -269,17 +269,20 @@ async def evaluate(
     return report
 
 
+evaluate = blocking(evaluate_async)
+
 __all__ = [
     "MAX_PATCH_BYTES",
     "SCHEMA_VERSION",
     "EvaluationReport",
     "InstanceResult",
     "Prediction",
-    "PredictionError",
     "ProgressCallback",
     "SWEGymSection",
     "Status",
+    "UnusablePrediction",
     "evaluate",
+    "evaluate_async",
     "gold_predictions",
     "read_predictions",
     "reject_patch",

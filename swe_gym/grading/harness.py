@@ -1,369 +1,34 @@
-"""Grade a patch: fresh sandbox, agent patch, files returned to base, hidden tests, checked log, verdict.
+"""`grade_async` and `grade`: one patch, one verdict, under the grading rules the caller chose (the harness).
 
-Tasks whose recipe says ``harness="swebench"`` get the official swebench eval script, log
-parser and resolution rule (`swe_gym.grading.official`); the rest our own. Either way the
-patch goes through our apply ladder (paths checked first), the files that steer the test
-run go back to base (`protect`, decided from what the apply changed: `changes`), the
-markers carry a nonce and pytest runs get canary tests (`tamper`).
-
-``masked`` means the environment failed, never the agent: only what happens before the
-patch is in the sandbox (no sandbox, a task whose eval cannot be derived) is masked at once.
-Anything odd after that (a timeout, a dead sandbox, the test patch not applying, no test
-output, a canary or log check tripping) may be the patch's doing, so the same eval runs once
-without the patch (the control, cached per task): if it shows the same, the task is at
-fault (masked, or the check is off for that task); if not, the patch is (unresolved, with
-the reason). A forged runner channel or a patch that changed ``.git`` is tampering outright.
+``harness="safe"`` (the default) is ours, with the integrity checks (`swe_gym.grading.safe_harness`);
+``harness="official"`` follows ``swebench``'s ``run_evaluation`` rule for rule (`swe_gym.grading.official_harness`).
+Either way a ``toolkit="swebench"`` task's eval script, log parser and verdict are swebench's
+(`swe_gym.grading.swebench_toolkit`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
-import shlex
 import time
-from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import Literal
 
-from swe_gym.errors import ChannelTamperedError, GradingError, SandboxError, TaskError
-from swe_gym.grading import changes, eval_plan, site_check, tamper, twin_pass
-from swe_gym.grading.eval_run import (
-    EVAL_OUTPUT_BYTES,
-    LOG_TAIL,
-    EvalRun,
-    install_command,
-    judge_status,
-    masked_report,
-    official_eval_script,
-    parse_section,
-    start_sandbox,
-)
-from swe_gym.grading.eval_script import TEST_PATCH_FAILED, build_eval_script, restore_script
-from swe_gym.grading.parsers import TestStatus
-from swe_gym.grading.patch import GIT_ENV, SCRATCH, apply_patch, patch_paths
-from swe_gym.grading.protect import SECTIONED, restore_set, task_test_files
-from swe_gym.grading.report import GradeReport, classify
-from swe_gym.grading.twin_pass import TwinSources, read_twin_sources
+from swe_gym.errors import GradingError, TaskError
+from swe_gym.grading.eval_run import masked_report, swebench_eval_script
+from swe_gym.grading.report import GradeReport
+from swe_gym.grading.safe_harness import grade_safe, unresolved_report
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.facade import ProviderLike
-from swe_gym.sandbox.loop import to_the_end
+from swe_gym.sandbox.loop import blocking
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.tasks.model import SWETask
 
 log = logging.getLogger(__name__)
 
-#: Anomalies that, seen without the patch too, mean the task (or its image) is broken: masked.
-_DEFECTS = {"timeout", "died", "test_patch", "no_tests", "unjudgeable"}
-#: Checks of ours that a task's own harness may trip; seen without the patch too, they are off for it.
-_CHECKS = {"canary", "late_status"}
-
-
-#: (task, script, provider, image) -> the anomaly kinds of its control run (no patch).
-_CONTROLS: dict[tuple[str, str, str, str], set[str]] = {}
-
-
-def _provider_key(provider: ProviderLike) -> str:
-    name = json.dumps(provider, sort_keys=True, default=str) if isinstance(provider, dict) else provider
-    return name if isinstance(name, str) else f"{getattr(name, 'name', type(name).__name__)}:{id(name)}"
-
-
-#: (provider, image, workdir, preamble) -> what the base environment imports from outside the work tree.
-_ENVIRONMENTS: dict[tuple[str, str, str, str], site_check.BaseEnvironment] = {}
-
-
-async def _base_environment(
-    sandbox: AsyncSandbox, task: SWETask, script: str, provider: ProviderLike, spec: SandboxSpec
-) -> site_check.BaseEnvironment:
-    """The probe of `site_check`, run once per image and eval set-up, before any code of a patch ran there."""
-    head = eval_plan.preamble(script)
-    key = (_provider_key(provider), spec.image or task.image or "", task.workdir, head)
-    if key not in _ENVIRONMENTS:
-        result = await sandbox.exec(f"{head}\n{site_check.probe_command(task.workdir)}", timeout=300)
-        _ENVIRONMENTS[key] = site_check.BaseEnvironment.parse(result.output, task.repo)
-    return _ENVIRONMENTS[key]
-
-
-_CONFIG_BYTES = 1 << 20
-
-
-async def _config_texts(sandbox: AsyncSandbox, changed: dict[str, str]) -> dict[str, tuple[str | None, str | None]]:
-    """(base, patched) text of each changed tox.ini / setup.cfg / pyproject.toml; a patched one that is not a
-    regular file of a sane size (a directory, a link, a device) reads as unreadable, so it differs and goes back."""
-    texts: dict[str, tuple[str | None, str | None]] = {}
-    for path, kind in changed.items():
-        if path.rsplit("/", 1)[-1] not in SECTIONED:
-            continue
-        quoted = shlex.quote(path)
-        base = await sandbox.exec(f"{GIT_ENV} git show HEAD:./{quoted}", timeout=60)
-        patched: str | None = None
-        if kind != "deleted":
-            read = await sandbox.exec(
-                f"if [ -f {quoted} ] && [ ! -L {quoted} ]; then head -c {_CONFIG_BYTES + 1} {quoted}; else exit 3; fi",
-                timeout=60,
-            )
-            ok = read.exit_code == 0 and len(read.output) <= _CONFIG_BYTES
-            patched = read.output if ok else "\0unreadable"
-        texts[path] = (base.output if base.exit_code == 0 else None, patched)
-    return texts
-
-
-async def _restore(
-    sandbox: AsyncSandbox, task: SWETask, patch: str, run: EvalRun, env: site_check.BaseEnvironment
-) -> None:
-    """Return to base the files the apply (and any reinstall since) changed that steer the test run."""
-    changed = await changes.changed_since_record(sandbox)
-    if not run.changed:
-        run.changed = changed
-    machinery = sorted(p for p in changed if p == ".git" or p.startswith(".git/"))
-    if machinery:
-        run.tampered = f"the patch changed the repository's git directory ({', '.join(machinery[:5])})"
-        return
-    texts = await _config_texts(sandbox, changed)
-    tests = task_test_files(patch_paths(task.test_patch), [*task.fail_to_pass, *task.pass_to_pass])
-    found = restore_set(changed, tests, texts.__getitem__, shadowed=env.names, own=env.own)
-    run.restored.update(found)
-    if found:
-        result = await sandbox.exec(restore_script(sorted(found)), timeout=300)
-        if result.exit_code != 0:
-            raise GradingError(f"could not restore the test files: {result.output[-500:]}")
-
-
-async def _reinstall(
-    sandbox: AsyncSandbox, task: SWETask, run: EvalRun, env: site_check.BaseEnvironment, head: str, install: str
-) -> None:
-    """Run the eval script's reinstall (the patch's build code) on its own, then check what it wrote outside
-    the work tree; what it wrote inside is restored by the `_restore` that follows."""
-    before, after = f"{SCRATCH}/site.before", f"{SCRATCH}/site.after"
-    script = f'{head}mkdir -p {SCRATCH}\n{env.listing_command(before)}\n{install}\necho "swe_gym: reinstall exit $?"\n'
-    script += f"{env.listing_command(after)}\n"
-    result = await sandbox.exec(script, timeout=max(task.eval.timeout_s, 300), max_output_bytes=1 << 20)
-    run.install_log = result.output[-LOG_TAIL:]
-    listing = await sandbox.read_file(before, max_bytes=1 << 30), await sandbox.read_file(after, max_bytes=1 << 30)
-    pth = {}
-    for path in site_check.changed_pth(*listing):  # only a changed .pth can have gained start-up code
-        read = await sandbox.exec(f"head -c 1048576 {shlex.quote(path)} 2>/dev/null", timeout=60)
-        pth[path] = read.output
-    commands = {"pytest", "py.test", "tox", "nosetests", *site_check.commands_of(task.eval.test_cmd or "")}
-    run.tampered = site_check.verify_reinstall(env, *listing, pth, commands)
-
-
-async def _check_plugins(
-    sandbox: AsyncSandbox, task: SWETask, run: EvalRun, env: site_check.BaseEnvironment, script: str
-) -> None:
-    """pytest auto-loads the plugins every distribution's metadata registers: after the patch (and its
-    reinstall) those must be the base's, so no plugin the patch names runs (the restore sent back all other
-    metadata; this covers the project's own, which a reinstall rewrites)."""
-    probe = f"{eval_plan.preamble(script)}\n{site_check.probe_command(task.workdir)}"
-    now = site_check.BaseEnvironment.parse((await sandbox.exec(probe, timeout=300)).output, task.repo)
-    run.tampered = env.plugins_changed(now)
-
-
-@dataclass(frozen=True)
-class _Pass:
-    """What one of a grading's passes runs: the test patch (with the twins of this pass) and their ids."""
-
-    test_patch: str
-    twins: frozenset[str] = frozenset()
-
-
-async def _eval(
-    task: SWETask,
-    patch: str,
-    script: str | None,
-    provider: ProviderLike,
-    spec: SandboxSpec,
-    pool: SandboxPool | None,
-    ready: AsyncSandbox | None = None,
-    variant: Awaitable[_Pass] | None = None,
-    sources: asyncio.Future[TwinSources] | None = None,
-) -> EvalRun:
-    """One eval in one fresh sandbox. Never raises: what fails before the patch is in is ``infra`` (masked),
-    what fails after it is a problem of the run (judged against the control) or tampering."""
-    run = EvalRun(empty=not patch.strip())
-    try:
-        sandbox = ready or await start_sandbox(task, provider, spec, pool, run)
-        if sandbox is None:
-            return run
-        try:
-            return await _eval_in(sandbox, run, task, patch, script, provider, spec, variant, sources)
-        finally:
-            await sandbox.close()
-    finally:
-        if sources is not None:
-            _settle(sources, GradingError(run.infra or "the pass ended before it read the test files"))
-
-
-def _settle(future: asyncio.Future[TwinSources], outcome: TwinSources | BaseException) -> None:
-    """Give the waiting pass its test files, unless it stopped waiting (a cancelled grading cancels the future)."""
-    if future.done():
-        return
-    if isinstance(outcome, BaseException):
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)
-
-
-async def _eval_in(
-    sandbox: AsyncSandbox,
-    run: EvalRun,
-    task: SWETask,
-    patch: str,
-    script: str | None,
-    provider: ProviderLike,
-    spec: SandboxSpec,
-    variant: Awaitable[_Pass] | None,
-    sources: asyncio.Future[TwinSources] | None,
-) -> EvalRun:
-    full = build_eval_script(task, script)
-    clock = time.perf_counter()
-    try:  # before the patch is in: a failure here is the environment's
-        env = await _base_environment(sandbox, task, full, provider, spec)
-        if sources is not None:
-            try:
-                found = await read_twin_sources(sandbox, task)
-            except (SandboxError, GradingError) as exc:
-                _settle(sources, exc)
-            else:
-                _settle(sources, found)
-        if not run.empty:
-            await changes.record(sandbox)
-    except (SandboxError, GradingError) as exc:
-        run.infra = f"grading sandbox failed before the patch was applied: {exc}"
-        return run
-    if not run.empty:
-        try:
-            run.method, run.apply_log = await apply_patch(sandbox, patch)
-        except SandboxError as exc:  # applying runs no code of the patch: the sandbox failed
-            run.infra = f"grading sandbox failed while the patch was applied: {exc}"
-            return run
-        if run.method is None:
-            return run
-        run.applied = True
-    try:
-        if not run.empty:
-            await _restore(sandbox, task, patch, run, env)
-            if run.tampered:
-                return run
-        install = install_command(task)
-        body, run.install = eval_plan.plan(full, install, run.changed)
-        body = eval_plan.without_state_commands(body)
-        reinstalled = bool(install) and run.install.startswith("ran")
-        if reinstalled:
-            head, body = eval_plan.split_install(body, install)
-            await _reinstall(sandbox, task, run, env, head, install)
-            if run.tampered:
-                return run
-            if not run.empty:
-                await _restore(sandbox, task, patch, run, env)
-                if run.tampered:
-                    return run
-        if reinstalled or site_check.touches_metadata(run.changed):
-            await _check_plugins(sandbox, task, run, env, full)
-            if run.tampered:
-                return run
-        run.timings["apply"] = round(time.perf_counter() - clock, 4)
-        chosen = await variant if variant is not None else _Pass(task.test_patch)
-        run.twins = set(chosen.twins)
-        if chosen.test_patch != task.test_patch and task.test_patch in body:
-            body = body.replace(task.test_patch, chosen.test_patch)
-        nonce = tamper.new_nonce()
-        sealed, canary = tamper.add_canary(tamper.seal_markers(body, nonce), nonce)
-        if canary is not None:
-            await sandbox.write_file(canary.path, canary.source)
-        if task.test_patch.strip():
-            await sandbox.write_file(f"{SCRATCH}/test.patch", chosen.test_patch.encode("utf-8", "surrogateescape"))
-        await sandbox.write_file(f"{SCRATCH}/eval.sh", sealed, mode=0o755)
-    except asyncio.CancelledError:
-        raise
-    except SandboxError as exc:
-        _after_apply_failure(run, f"the grading sandbox failed after the patch was applied: {exc}", "died")
-        return run
-    except Exception as exc:  # anything else after the apply: the patch's doing until the control says otherwise
-        _after_apply_failure(run, f"grading failed after the patch was applied: {type(exc).__name__}: {exc}", "error")
-        return run
-    clock = time.perf_counter()
-    try:
-        result = await sandbox.exec(
-            f"bash {SCRATCH}/eval.sh", timeout=task.eval.timeout_s, max_output_bytes=EVAL_OUTPUT_BYTES
-        )
-    except ChannelTamperedError as exc:
-        run.tampered = f"the sandbox's runner channel was forged during the tests: {exc}"
-        return run
-    except SandboxError as exc:
-        run.problems["died"] = f"the grading sandbox died during the tests: {exc}"
-        return run
-    finally:
-        run.timings["tests"] = round(time.perf_counter() - clock, 4)
-    run.log, run.exit_code = result.output, result.exit_code
-    try:
-        _inspect(task, run, nonce, canary, timed_out=result.timed_out)
-    except Exception as exc:
-        run.problems["unjudgeable"] = f"the test log could not be judged: {type(exc).__name__}: {exc}"
-    return run
-
-
-def _after_apply_failure(run: EvalRun, detail: str, kind: str) -> None:
-    """Without a patch nothing of the agent's ran: the environment failed (masked). With one, a problem."""
-    if run.empty:
-        run.infra = detail
-    else:
-        run.problems[kind] = detail
-
-
-def _inspect(task: SWETask, run: EvalRun, nonce: str, canary: tamper.Canary | None, *, timed_out: bool) -> None:
-    """Fill ``run.status`` and ``run.problems`` from the log."""
-    if timed_out:
-        run.problems["timeout"] = f"the tests timed out after {task.eval.timeout_s:.0f}s"
-    if f"{TEST_PATCH_FAILED} {nonce}" in run.log:
-        run.problems["test_patch"] = "the task's test patch did not apply"
-        return
-    section, wrong = tamper.section(run.log, nonce)
-    if wrong:
-        run.tampered = wrong
-        return
-    if section is None:
-        run.problems["no_tests"] = "the tests never started (no test output markers)"
-        return
-    section = tamper.normalize(section)
-    try:
-        status = parse_section(task, section)
-    except (TaskError, GradingError) as exc:
-        run.problems["unjudgeable"] = f"the test log could not be judged: {exc}"
-        return
-    late = tamper.late_status_lines(section, lambda text: parse_section(task, text))
-    if late:
-        run.problems["late_status"] = late
-    if canary is None:
-        run.canary = "not applicable (not a single pytest command)"
-    else:
-        wrong = canary.verdict(status)
-        run.canary = wrong or "passed"
-        if wrong:
-            run.problems["canary"] = wrong
-        status = canary.strip(status)
-    run.status = status
-
-
-async def _control_kinds(
-    task: SWETask, script: str | None, provider: ProviderLike, spec: SandboxSpec, pool: SandboxPool | None
-) -> set[str] | str:
-    """The anomaly kinds the eval shows without any patch (cached), or why it could not run."""
-    digest = hashlib.sha256((script or task.eval.eval_script or task.eval.test_cmd or "").encode()).hexdigest()
-    key = (task.instance_id, digest, _provider_key(provider), spec.image or task.image or "")
-    if key not in _CONTROLS:
-        control = await _eval(task, "", script, provider, spec, pool)
-        if control.infra:
-            return control.infra
-        _CONTROLS[key] = set(control.problems)
-    return _CONTROLS[key]
-
-
 Harness = Literal["safe", "official"]
 
 
-async def grade(
+async def grade_async(
     task: SWETask,
     patch: str,
     *,
@@ -377,7 +42,7 @@ async def grade(
     """Grade ``patch`` (a git diff against the task's base) in a fresh sandbox (never used, if from ``pool``).
 
     ``harness="official"`` follows ``swebench``'s ``run_evaluation`` to the letter instead (its apply
-    order, its log checks, none of our integrity checks: `swe_gym.grading.official_mode`), for numbers
+    order, its log checks, none of our integrity checks: `swe_gym.grading.official_harness`), for numbers
     comparable with the leaderboard. ``sandbox``: a fresh one for this task, started ahead (e.g. while
     the agent acted); grade owns and closes it. ``twins=False`` runs one pass without twins
     (`swe_gym.grading.twin_pass`): cheaper, and open to a forger that picks its targets. Never raises.
@@ -385,236 +50,22 @@ async def grade(
     started = time.perf_counter()
     spec = spec or SandboxSpec()
     try:
-        script = official_eval_script(task) if task.eval.harness == "swebench" else None
+        script = swebench_eval_script(task) if task.eval.toolkit == "swebench" else None
     except (TaskError, GradingError) as exc:
         if sandbox is not None:
             await sandbox.close()
         return masked_report(task, f"no eval script for this task: {exc}", started)
     if harness == "official":
-        from swe_gym.grading.official_mode import grade_official
+        from swe_gym.grading.official_harness import grade_official
 
         return await grade_official(task, patch, script, provider, spec, pool, sandbox, started)
     try:
-        return await _grade(task, patch, script, provider, spec, pool, sandbox, started, twins)
+        return await grade_safe(task, patch, script, provider, spec, pool, sandbox, started, twins)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a defect of ours, after every run has ended: never a crash, never a reward
         log.exception("grading of %s failed", task.instance_id)
-        return _unresolved(task, started, f"grading failed: {type(exc).__name__}: {exc}", tampering=False)
+        return unresolved_report(task, started, f"grading failed: {type(exc).__name__}: {exc}", tampering=False)
 
 
-#: (provider, image, instance, test patch) -> the test files twins are made from.
-_SOURCES: dict[tuple[str, str, str, str], twin_pass.TwinSources] = {}
-#: the same key -> graded tests whose twin passes under the gold patch (no check for them), or why unknown.
-_UNSOUND: dict[tuple[str, str, str, str], set[str]] = {}
-
-
-def _sources_key(task: SWETask, provider: ProviderLike, spec: SandboxSpec) -> tuple[str, str, str, str]:
-    digest = hashlib.sha256(task.test_patch.encode("utf-8", "surrogateescape")).hexdigest()
-    return (_provider_key(provider), spec.image or task.image or "", task.instance_id, digest)
-
-
-async def _two_passes(
-    task: SWETask,
-    patch: str,
-    script: str | None,
-    provider: ProviderLike,
-    spec: SandboxSpec,
-    pool: SandboxPool | None,
-    ready: AsyncSandbox | None,
-) -> tuple[list[EvalRun], twin_pass.PassPlan | str]:
-    """Both passes at once, each in a fresh sandbox; the first reads the test files (before the patch) the
-    twins are made from, unless cached. Both run to the end: each test's status comes from the pass that ran
-    its original (partial rewards count them)."""
-    loop = asyncio.get_running_loop()
-    key = _sources_key(task, provider, spec)
-    sources: asyncio.Future[twin_pass.TwinSources] = loop.create_future()
-    if key in _SOURCES:
-        sources.set_result(_SOURCES[key])
-    variants: list[asyncio.Future[_Pass]] = [loop.create_future(), loop.create_future()]
-    first = asyncio.ensure_future(
-        _eval(task, patch, script, provider, spec, pool, ready, variants[0], None if sources.done() else sources)
-    )
-    second = asyncio.ensure_future(_eval(task, patch, script, provider, spec, pool, None, variants[1]))
-    try:
-        try:
-            _SOURCES[key] = await sources
-            plan: twin_pass.PassPlan | str = twin_pass.plan_passes(task, _SOURCES[key])
-        except (SandboxError, GradingError) as exc:
-            plan = f"the test files could not be read: {exc}"
-        except Exception as exc:  # a test file our twin maker cannot handle: no twins, said so
-            log.warning("no twins for %s: %s: %s", task.instance_id, type(exc).__name__, exc)
-            plan = f"twins could not be made ({type(exc).__name__}: {exc})"
-        if isinstance(plan, str):
-            variants[0].set_result(_Pass(task.test_patch))
-            second.cancel()
-            return [await first], plan
-        for future, test_patch, ids in zip(variants, plan.patches, plan.twinned, strict=True):
-            future.set_result(_Pass(test_patch, ids))
-        return list(await asyncio.gather(first, second)), plan
-    finally:
-        await _finish(first, second)
-
-
-async def _finish(*jobs: asyncio.Future[EvalRun]) -> None:
-    """Cancel the passes still running and wait until each has closed its sandbox, however often the grading
-    itself is cancelled meanwhile (a pass left running would leak its sandbox when the loop stops)."""
-    for job in jobs:
-        job.cancel()
-    for outcome in await to_the_end(asyncio.gather(*jobs, return_exceptions=True)):
-        if isinstance(outcome, Exception):  # a pass never raises: a defect of ours, seen while stopping
-            log.error("a grading pass failed while the grading stopped", exc_info=outcome)
-
-
-def _merged(runs: list[EvalRun]) -> tuple[dict[str, TestStatus], dict[str, TestStatus]]:
-    """(each test's status from the passes that ran its original, the worst where both did; each twin's status)."""
-    status: dict[str, TestStatus] = {}
-    twin: dict[str, TestStatus] = {}
-    for run in runs:
-        for test, value in run.status.items():
-            if test in run.twins:
-                twin[test] = value
-            elif test not in status or (status[test].ok and not value.ok):
-                status[test] = value
-    return status, twin
-
-
-async def _unsound_twins(
-    task: SWETask, script: str | None, provider: ProviderLike, spec: SandboxSpec, pool: SandboxPool | None
-) -> set[str] | str:
-    """The graded tests whose twin passes under the gold patch (cached), or why that is unknown."""
-    key = _sources_key(task, provider, spec)
-    if key in _UNSOUND:
-        return _UNSOUND[key]
-    if not task.patch.strip():
-        return set()  # nothing to validate against: every twin counts
-    plan = twin_pass.plan_passes(task, _SOURCES[key], every=True)
-    if isinstance(plan, str):
-        return plan
-    chosen: asyncio.Future[_Pass] = asyncio.get_running_loop().create_future()
-    chosen.set_result(_Pass(plan.patches[0], plan.twinned[0]))
-    run = await _eval(task, task.patch, script, provider, spec, pool, None, chosen)
-    if run.infra or run.tampered or not run.applied:
-        return run.infra or run.tampered or "the gold patch did not apply"
-    _UNSOUND[key] = {t for t in plan.twinned[0] if run.status.get(t) in twin_pass.PASSING}
-    return _UNSOUND[key]
-
-
-async def _grade(
-    task: SWETask,
-    patch: str,
-    script: str | None,
-    provider: ProviderLike,
-    spec: SandboxSpec,
-    pool: SandboxPool | None,
-    ready: AsyncSandbox | None,
-    started: float,
-    twins: bool,
-) -> GradeReport:
-    plan: twin_pass.PassPlan | str = "off (twins=False)" if twins is False else "not needed (empty patch)"
-    if (
-        twins
-        and patch.strip()
-        and (script or task.eval.eval_script)
-        and task.test_patch not in (script or task.eval.eval_script or "")
-    ):
-        twins, plan = False, "none: the eval script does not apply the task's test patch as written"
-    if twins and patch.strip() and task.test_patch.strip():
-        runs, plan = await _two_passes(task, patch, script, provider, spec, pool, ready)
-    else:
-        runs = [await _eval(task, patch, script, provider, spec, pool, ready)]
-    run = runs[0]
-    infra = next((r.infra for r in runs if r.infra), None)
-    if infra:
-        return masked_report(task, infra, started, timings_s=run.timings)
-    common: dict[str, object] = {
-        "empty_patch": run.empty,
-        "patch_applied": run.applied,
-        "apply_method": run.method,
-        "restored_test_files": sorted(run.restored),
-        "restore_reasons": run.restored,
-        "eval_exit_code": run.exit_code,
-        "log_tail": (run.log or run.apply_log)[-LOG_TAIL:],
-        "eval_log": run.log,
-        "canary": run.canary,
-        "install": run.install,
-        "install_log": run.install_log,
-        "timings_s": run.timings,
-        "twins": plan if isinstance(plan, str) else f"{sum(map(len, plan.twinned))} graded tests twinned in 2 passes",
-        "untwinned_tests": {} if isinstance(plan, str) else plan.missing,
-    }
-    if not run.empty and not run.applied:
-        return GradeReport(instance_id=task.instance_id, duration_s=time.perf_counter() - started, **common)  # type: ignore[arg-type]
-    tampered = next((r.tampered for r in runs if r.tampered), None)
-    if tampered:
-        log.warning("grading of %s: tampering detected: %s", task.instance_id, tampered)
-        return _unresolved(task, started, f"tampering detected: {tampered}", tampering=True, **common)
-    problems = {kind: detail for r in reversed(runs) for kind, detail in r.problems.items()}
-    if problems:
-        control = set(problems)  # an empty patch is its own control
-        if not run.empty:
-            found = await _control_kinds(task, script, provider, spec, pool)
-            if isinstance(found, str):
-                return masked_report(task, f"an anomaly needed a control run, which failed: {found}", started, **common)
-            control = found
-            common["control_run"] = True
-        defects = [detail for kind, detail in problems.items() if kind in _DEFECTS and kind in control]
-        if defects:
-            return masked_report(task, f"{defects[0]}, also without the patch (task defect)", started, **common)
-        caused = {kind: detail for kind, detail in problems.items() if kind not in control}
-        if caused:
-            tampering = any(kind in _CHECKS for kind in caused)
-            reason = "; ".join(caused.values())
-            return _unresolved(
-                task, started, f"tampering detected: {reason}" if tampering else reason, tampering=tampering, **common
-            )
-        if "canary" in problems:
-            common["canary"] = f"off for this task (its harness fails it without any patch: {run.canary})"
-    status, twin_status = _merged(runs)
-    graded = {*task.fail_to_pass, *task.pass_to_pass}
-    # A twin passes honestly where its original fails (an inverted assertion that was false); both passing is
-    # what no test run can show, unless the twin's assertions never run (the gold run tells).
-    passed_twins = sorted(
-        t
-        for t, value in twin_status.items()
-        if t in graded and value in twin_pass.PASSING and t in status and status[t].ok
-    )
-    if passed_twins:
-        unsound = await _unsound_twins(task, script, provider, spec, pool)
-        if isinstance(unsound, str):
-            return masked_report(
-                task, f"a twin passed, and the gold run that validates twins failed: {unsound}", started, **common
-            )
-        caught = [t for t in passed_twins if t not in unsound]
-        if caught:
-            reason = (
-                f"the twin of {caught[0]!r} (the same test with its assertions inverted, which no fix can pass) "
-                f"passed{f', and {len(caught) - 1} more' if len(caught) > 1 else ''}: the test machinery reports "
-                "results it did not see"
-            )
-            log.warning("grading of %s: tampering detected: %s", task.instance_id, reason)
-            common["test_status"] = status  # what the originals showed, for the record (flaky tests show here)
-            return _unresolved(task, started, f"tampering detected: {reason}", tampering=True, **common)
-        common["twins"] = f"{common['twins']}; {len(unsound)} pass under gold too (no check for them)"
-    resolved, f2p, p2p = judge_status(task, status)
-    return GradeReport(
-        instance_id=task.instance_id,
-        resolved=resolved,
-        fail_to_pass=f2p,
-        pass_to_pass=p2p,
-        test_status=status,
-        duration_s=time.perf_counter() - started,
-        **common,  # type: ignore[arg-type]
-    )
-
-
-def _unresolved(task: SWETask, started: float, reason: str, *, tampering: bool, **common: object) -> GradeReport:
-    return GradeReport(
-        instance_id=task.instance_id,
-        unresolved_reason=reason,
-        tampering=tampering,
-        fail_to_pass=classify(task.fail_to_pass, {}),
-        pass_to_pass=classify(task.pass_to_pass, {}),
-        duration_s=time.perf_counter() - started,
-        **common,  # type: ignore[arg-type]
-    )
+grade = blocking(grade_async)

@@ -1,7 +1,7 @@
 """Prediction files: reading them, the gold patches as predictions, and the patches no grading can use.
 
 A prediction is one row ``{"instance_id", "model_name_or_path", "model_patch"}``. `read_predictions`
-reads them from JSONL or JSON and reports bad rows (`PredictionError`, naming where each is) instead of
+reads them from JSONL or JSON and reports bad rows (`UnusablePrediction`, naming where each is) instead of
 stopping at them; `reject_patch` says why a patch is no diff at all (too big, binary, no file headers).
 """
 
@@ -42,7 +42,7 @@ class Prediction(BaseModel):
     where: str = Field(default="", exclude=True, description="file and line or index it came from")
 
 
-class PredictionError(BaseModel):
+class UnusablePrediction(BaseModel):
     """A row that is no valid prediction, where it is, and why."""
 
     where: str
@@ -55,14 +55,14 @@ def _row_id(row: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _validate(row: Any, where: str) -> Prediction | PredictionError:
+def _validate(row: Any, where: str) -> Prediction | UnusablePrediction:
     if not isinstance(row, Mapping):
-        return PredictionError(where=where, error=f"a prediction must be a JSON object, got {type(row).__name__}")
+        return UnusablePrediction(where=where, error=f"a prediction must be a JSON object, got {type(row).__name__}")
     try:
         return Prediction.model_validate({**row, "where": where})
     except ValidationError as exc:
         text = validation_problems(exc, whole="row").lower()
-        return PredictionError(where=where, instance_id=_row_id(row), error=f"invalid prediction ({text})")
+        return UnusablePrediction(where=where, instance_id=_row_id(row), error=f"invalid prediction ({text})")
 
 
 def _json_rows(path: Path) -> list[tuple[Any, str]]:
@@ -81,9 +81,9 @@ def _json_rows(path: Path) -> list[tuple[Any, str]]:
     raise ConfigError(f"predictions file {path} holds a {type(parsed).__name__}; expected a list or an object")
 
 
-def read_predictions(path: str | Path) -> tuple[list[Prediction], list[PredictionError]]:
+def read_predictions(path: str | Path) -> tuple[list[Prediction], list[UnusablePrediction]]:
     """Predictions from a ``.jsonl`` file (one per line) or a ``.json`` file (a list, or an object keyed
-    by instance id); every bad row or line becomes a `PredictionError` naming where it is, and reading
+    by instance id); every bad row or line becomes an `UnusablePrediction` naming where it is, and reading
     goes on. Raises `ConfigError` only when the file itself cannot be read as predictions.
     """
     path = Path(path)
@@ -92,14 +92,14 @@ def read_predictions(path: str | Path) -> tuple[list[Prediction], list[Predictio
     if path.suffix not in (".json", ".jsonl"):
         raise ConfigError(f"predictions file {path} must be .json or .jsonl")
     predictions: list[Prediction] = []
-    errors: list[PredictionError] = []
+    errors: list[UnusablePrediction] = []
     if path.suffix == ".json":
         rows = _json_rows(path)
     else:
         rows = []
         for number, value in json_lines(path):
             if isinstance(value, BadLine):
-                errors.append(PredictionError(where=f"{path}:{number}", error=value.reason))
+                errors.append(UnusablePrediction(where=f"{path}:{number}", error=value.reason))
             else:
                 rows.append((value, f"{path}:{number}"))
     for row, where in rows:

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from swe_gym.grading.predictions import PredictionError
+from swe_gym.grading.predictions import UnusablePrediction
 from swe_gym.grading.report import GradeReport
 
 #: The version of swebench's run-report format the summary follows.
@@ -50,7 +50,7 @@ class SWEGymSection(BaseModel):
     masked: dict[str, str] = Field(default_factory=dict, description="id -> why grading itself failed")
     errors: dict[str, str] = Field(default_factory=dict, description="id -> error (masked ones excluded)")
     unresolved_reasons: dict[str, str] = Field(default_factory=dict)
-    invalid_predictions: list[PredictionError] = Field(default_factory=list)
+    invalid_predictions: list[UnusablePrediction] = Field(default_factory=list)
     unknown_instance_ids: list[str] = Field(default_factory=list, description="predicted, but not in the dataset")
     duplicate_predictions: dict[str, list[str]] = Field(
         default_factory=dict, description="id -> where its rows are; the last one is graded (as in swebench)"

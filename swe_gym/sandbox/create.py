@@ -28,7 +28,6 @@ from swe_gym.sandbox.spec import SandboxSpec, SandboxStatus
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_CONCURRENT_CREATES = 8
 CREATE_RETRIES = 3
 BACKOFF_S = 0.5
 PERMANENT: tuple[type[Exception], ...] = (ImageNotFoundError, ProviderUnavailableError, ConfigError)
@@ -46,10 +45,10 @@ def forget_gates() -> None:
 
 
 def create_gate(provider: SandboxProvider) -> asyncio.Semaphore:
-    """The provider's create semaphore (size: its ``max_concurrent_creates``, default 8)."""
+    """The provider's create semaphore (size: its ``max_concurrent_creates``)."""
     gate = _gates.get(provider)
     if gate is None:
-        gate = asyncio.Semaphore(int(getattr(provider, "max_concurrent_creates", DEFAULT_MAX_CONCURRENT_CREATES)))
+        gate = asyncio.Semaphore(provider.max_concurrent_creates)
         _gates[provider] = gate
     return gate
 

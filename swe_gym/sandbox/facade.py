@@ -61,7 +61,7 @@ class AsyncSandbox:
                 "wrap it as AsyncSandbox(backend, provider) to fork it"
             )
         backend = await fork_backend(self.provider, self.backend, fork_spec(self.backend, labels, ttl_s))
-        if getattr(self.backend, "shell_live", False) and hasattr(backend, "shell_live"):
+        if self.backend.shell_live:
             backend.shell_live = True  # its first persistent command says the shell was not carried over
         return AsyncSandbox(backend, self.provider)
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -167,3 +169,32 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         future.cancel()
         finished.wait(CANCEL_GRACE_S)
         raise
+
+
+def _loop_running_here() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def blocking(coroutine_function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The sync form of a ``*_async`` coroutine function, named without the suffix (``grade`` for ``grade_async``):
+    it runs the coroutine on the background loop and waits. Where an event loop runs in the calling thread it
+    refuses, before starting anything: waiting there would stall that loop (on the background loop, forever)."""
+    async_name = coroutine_function.__name__
+    name = async_name.removesuffix("_async")
+
+    @functools.wraps(coroutine_function)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        if _loop_running_here():
+            raise RuntimeError(
+                f"swe_gym's {name}() blocks until it is done, and an event loop is running in this thread: "
+                f"use `await {async_name}(...)` there"
+            )
+        return run_sync(coroutine_function(*args, **kwargs))
+
+    call.__name__, call.__qualname__ = name, coroutine_function.__qualname__.removesuffix("_async")
+    call.__doc__ = f"Blocking `{async_name}` (refused inside an event loop).\n\n{coroutine_function.__doc__ or ''}"
+    return call

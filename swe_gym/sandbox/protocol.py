@@ -1,4 +1,8 @@
-"""The seams between the sandbox facade and the providers behind it."""
+"""The seams between the sandbox facade and the providers behind it.
+
+Everything the rest of swe_gym reads from a provider or a sandbox is declared here, so a provider
+written to these Protocols alone (without swe_gym's base classes) works everywhere swe_gym runs.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,22 @@ class SandboxBackend(Protocol):
     """One live sandbox as a provider hands it out. `RunnerSandbox` implements it."""
 
     id: str
+    """Unique among this provider's sandboxes; what ``cleanup`` returns and logs name."""
     workdir: str
+    """Absolute path commands run in by default (the spec's ``workdir``)."""
     spec: SandboxSpec
+    """The spec it was started from; a fork copies it (`swe_gym.sandbox.create.fork_spec`)."""
     provider_name: str
+    """The provider's registered name (reset infos and reports show it)."""
+    shell_live: bool
+    """Whether the persistent shell should be running (its last command left it so). ``AsyncSandbox.fork`` sets
+    it on a fork of a sandbox with a live shell, so the fork's first persistent command says the shell was not
+    carried over; a backend reads it when it starts a new persistent shell."""
+
+    @property
+    def network_isolated(self) -> bool:
+        """Whether commands here can reach no network, neither the internet nor other sandboxes (reset infos say it)."""
+        ...
 
     async def exec(
         self,
@@ -25,17 +42,32 @@ class SandboxBackend(Protocol):
         env: dict[str, str] | None = None,
         max_output_bytes: int | None = None,
         shell: Literal["stateless", "persistent"] = "stateless",
-    ) -> ExecResult: ...
+    ) -> ExecResult:
+        """Run ``command`` with bash: a fresh ``bash -c`` (in ``cwd``, ``env`` added), or with ``shell="persistent"``
+        the sandbox's one persistent bash. Output is stdout and stderr merged, head and tail kept past
+        ``max_output_bytes``; past ``timeout`` the whole process group is killed (exit code 124); stdin is closed.
+        Defaults come from the spec; `SandboxError` once closed, `SandboxDiedError` when the sandbox is gone."""
+        ...
 
-    async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None: ...
+    async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
+        """Write ``content`` at ``path`` (relative: to the workdir), making its directories."""
+        ...
 
-    async def read_file(self, path: str, max_bytes: int = 64 << 20) -> bytes: ...
+    async def read_file(self, path: str, max_bytes: int = 64 << 20) -> bytes:
+        """The bytes of ``path`` (relative: to the workdir); a `SandboxError` naming a missing file."""
+        ...
 
-    async def upload_tar(self, archive: bytes, dest: str) -> None: ...
+    async def upload_tar(self, archive: bytes, dest: str) -> None:
+        """Unpack the tar ``archive`` under the absolute directory ``dest``."""
+        ...
 
-    async def status(self) -> SandboxStatus: ...
+    async def status(self) -> SandboxStatus:
+        """RUNNING when it answers, DEAD when it does not, CLOSED after ``close``; never raises."""
+        ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Remove the sandbox and all it holds; idempotent, and done even when it already died."""
+        ...
 
 
 @runtime_checkable
@@ -45,8 +77,16 @@ class SandboxProvider(Protocol):
     a class taking keyword options)."""
 
     name: str
+    """The name it is registered under (reset infos, certificates and log lines show it)."""
+    max_concurrent_creates: int
+    """How many creates and forks may run at once on this provider instance (a Docker daemon given 64 starts
+    at once times out); `swe_gym.sandbox.create` holds the rest back."""
 
-    async def create(self, spec: SandboxSpec) -> SandboxBackend: ...
+    async def create(self, spec: SandboxSpec) -> SandboxBackend:
+        """A started sandbox for ``spec``, its ``files`` written; a `SandboxError` when the start failed (retried),
+        `ImageNotFoundError`, `ProviderUnavailableError` or `ConfigError` when retrying cannot help. Cancelled
+        halfway, it leaves nothing behind."""
+        ...
 
     async def cleanup(
         self,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,7 +52,6 @@ class SandboxSpec(BaseModel):
     files: dict[str, bytes] = Field(default_factory=dict, description="files written at create")
     exec_timeout_s: float = Field(default=60.0, gt=0, description="default per-command timeout")
     max_output_bytes: int = Field(default=1 << 20, gt=0, description="default output cap per exec")
-    provider_options: dict[str, Any] = Field(default_factory=dict)
 
     def command_env(self) -> dict[str, str]:
         return {**NON_INTERACTIVE_ENV, **self.env}

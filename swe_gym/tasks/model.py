@@ -10,16 +10,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 
 class EvalRecipe(BaseModel):
-    """How to run a task's tests: a test command, or a whole eval script, and who judges the log.
+    """How to run a task's tests: a test command, or a whole eval script, and whose code judges the log.
 
-    ``harness="swebench"`` hands SWE-bench-format tasks to the official ``swebench``
-    code: its eval script (derived from the repo's spec when the row carries none),
-    its log parser (``log_parser`` names one, else the repo's), and its resolution rule.
+    ``toolkit="swebench"`` hands SWE-bench-format tasks to the official ``swebench``
+    code (`swe_gym.grading.swebench_toolkit`): its eval script (derived from the repo's spec
+    when the row carries none), its log parser (``log_parser`` names one, else the repo's),
+    and its resolution rule. Either grading harness (``grade(harness=...)``) uses it.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    harness: Literal["swe_gym", "swebench"] = "swe_gym"
+    toolkit: Literal["swe_gym", "swebench"] = Field(
+        default="swe_gym", description="whose code builds the eval script, parses its log and decides the verdict"
+    )
     test_cmd: str | None = Field(default=None, description="run in the workdir between output markers")
     eval_script: str | None = Field(default=None, description="a complete script, run instead of test_cmd")
     log_parser: str | None = Field(default=None, description="parser name (swe_gym default: pytest)")
@@ -27,8 +30,8 @@ class EvalRecipe(BaseModel):
 
     @model_validator(mode="after")
     def _needs_a_command(self) -> EvalRecipe:
-        if self.harness == "swe_gym" and not (self.test_cmd or self.eval_script):
-            raise ValueError("an eval recipe needs test_cmd or eval_script (or harness='swebench')")
+        if self.toolkit == "swe_gym" and not (self.test_cmd or self.eval_script):
+            raise ValueError("an eval recipe needs test_cmd or eval_script (or toolkit='swebench')")
         return self
 
 

@@ -6,7 +6,6 @@ import pytest
 
 from swe_gym.grading import grade
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import load_tasks
 from tests.conftest import ISOLATED, provider_setup
 
@@ -25,12 +24,12 @@ def test_there_are_enough_bundled_tasks() -> None:
 def test_gold_resolves_and_empty_does_not(task, provider: str) -> None:
     config, image = provider_setup(provider)
     spec = SandboxSpec(image=image)
-    gold = run_sync(grade(task, task.patch, provider=config, spec=spec))
+    gold = grade(task, task.patch, provider=config, spec=spec)
     assert not gold.masked, gold.masked_reason
     assert gold.resolved and gold.reward() == 1.0, gold.log_tail
     assert gold.apply_method == "git apply"
     assert sorted(gold.fail_to_pass.success) == sorted(task.fail_to_pass)
-    empty = run_sync(grade(task, "", provider=config, spec=spec))
+    empty = grade(task, "", provider=config, spec=spec)
     assert not empty.masked, empty.masked_reason
     assert empty.empty_patch and not empty.resolved and empty.reward() == 0.0
     assert empty.fail_to_pass.failure and sorted(empty.pass_to_pass.success) == sorted(task.pass_to_pass)

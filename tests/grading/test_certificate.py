@@ -27,7 +27,6 @@ from swe_gym.grading.evaluation import evaluate, gold_predictions
 from swe_gym.grading.parsers import TestStatus
 from swe_gym.grading.report import GradeReport
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask, load_tasks
 from tests.conftest import TEST_IMAGE, leftover_sandboxes, provider_setup, require_docker
 from tests.fake_exploding_provider import FakeExplodingProvider
@@ -92,15 +91,13 @@ def validated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Certificate, Pa
     """One real validation (k=2) of a sound task and two defective copies, written to a file."""
     provider_setup("local")
     seen: list[tuple[int, int]] = []
-    certificate = run_sync(
-        validate(
-            [GOOD, MISSING_TEST, UNDETECTED],
-            k=2,
-            provider="local",
-            workers=2,
-            dataset="bundled",
-            on_progress=lambda event, done, total: seen.append((done, total)),
-        )
+    certificate = validate(
+        [GOOD, MISSING_TEST, UNDETECTED],
+        k=2,
+        provider="local",
+        workers=2,
+        dataset="bundled",
+        on_progress=lambda event, done, total: seen.append((done, total)),
     )
     path = certificate.write(tmp_path_factory.mktemp("certificate") / "bundled.json")
     return certificate, path, seen
@@ -155,7 +152,7 @@ def test_a_test_that_flips_between_runs_is_flaky(tmp_path: Path) -> None:
     provider_setup("local-unisolated")
     (tmp_path / "counters").mkdir()
     task = flaky_variant(tmp_path / "counters")
-    certificate = run_sync(validate([task], k=2, provider={"type": "local", "isolation": "none"}, workers=2))
+    certificate = validate([task], k=2, provider={"type": "local", "isolation": "none"}, workers=2)
     entry = certificate.instances[task.instance_id]
     flaky = entry.flaky["tests/test_flaky.py::test_flips"]
     # The empty patch grades in one pass, so its runs alternate exactly; gold grades in two concurrent passes (a
@@ -171,7 +168,7 @@ def test_a_test_that_flips_between_runs_is_flaky(tmp_path: Path) -> None:
 def test_a_provider_that_raises_masks_the_run_and_the_run_goes_on() -> None:
     """A sandbox that cannot start, for whatever reason, is the environment's failure: masked, never a raise."""
     tasks = [GOOD, ABSENT]
-    certificate = run_sync(validate(tasks, k=1, provider=FakeExplodingProvider(), workers=2))
+    certificate = validate(tasks, k=1, provider=FakeExplodingProvider(), workers=2)
     assert certificate.summary.failed_ids == sorted(t.instance_id for t in tasks)
     entry = certificate.instances[GOOD.instance_id]
     assert entry.errors == []
@@ -200,7 +197,7 @@ def test_flakiness_is_judged_per_patch() -> None:
 def test_docker_records_the_image_digest_and_a_missing_image_is_masked() -> None:
     require_docker()
     missing = variant(GOOD, "no-image", image="swe-gym-test:no-such-tag")
-    certificate = run_sync(validate([GOOD, missing], k=1, provider="docker", spec=SandboxSpec(image=TEST_IMAGE)))
+    certificate = validate([GOOD, missing], k=1, provider="docker", spec=SandboxSpec(image=TEST_IMAGE))
     entry = certificate.instances[GOOD.instance_id]
     assert entry.passed, entry.problems
     assert entry.image == TEST_IMAGE and entry.image_digest and entry.image_digest.startswith("sha256:")
@@ -220,16 +217,14 @@ def test_docker_records_the_image_digest_and_a_missing_image_is_masked() -> None
 def test_evaluate_skips_or_flags_uncertified_instances(validated, tmp_path: Path, mode: str) -> None:
     certificate, path, _ = validated
     tasks = [GOOD, MISSING_TEST, ABSENT]
-    report = run_sync(
-        evaluate(
-            tasks,
-            gold_predictions(tasks),
-            workers=2,
-            run_dir=tmp_path,
-            run_id=mode,
-            certificate=load_certificate(path),
-            uncertified=mode,  # type: ignore[arg-type]
-        )
+    report = evaluate(
+        tasks,
+        gold_predictions(tasks),
+        workers=2,
+        run_dir=tmp_path,
+        run_id=mode,
+        certificate=load_certificate(path),
+        uncertified=mode,  # type: ignore[arg-type]
     )
     section = report.swe_gym
     assert section.uncertified_mode == mode and section.certificate == str(path)

@@ -16,7 +16,6 @@ import pytest
 
 from swe_gym.grading import grade
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import load_tasks
 from tests.conftest import require_docker
 from tests.family_images import CalcRepo, assert_four_verdicts, swebench_image
@@ -49,7 +48,7 @@ def swebench_row(repo: CalcRepo) -> dict[str, Any]:
 
 def prebuilt_row(repo: CalcRepo) -> dict[str, Any]:
     """A pre-built row (SWE-bench 5.x / SWE-bench_Multilingual fields): image, eval script and parser given."""
-    from swe_gym.grading import official
+    from swe_gym.grading import swebench_toolkit
 
     classic = swebench_row(repo)
     (derived,) = load_tasks([classic])
@@ -61,7 +60,7 @@ def prebuilt_row(repo: CalcRepo) -> dict[str, Any]:
         "eval_type": "pass_and_fail",
         "image": "swe-gym-test-prebuilt/psf_requests-9002:latest",
         "log_parser": "parse_log_pytest",
-        "eval_script": official.eval_script(derived),
+        "eval_script": swebench_toolkit.eval_script(derived),
     }
 
 
@@ -131,7 +130,7 @@ def test_family_end_to_end(name: str, calc: CalcRepo, tmp_path: Path) -> None:
 def test_unknown_repo_version_is_masked_with_the_reason(calc: CalcRepo) -> None:
     """swebench has no spec for it: no sandbox is started and the verdict is masked, never a silent 0."""
     (task,) = load_tasks([{**swebench_row(calc), "version": "99.9"}])
-    report = run_sync(grade(task, task.patch, provider="docker", spec=SandboxSpec()))
+    report = grade(task, task.patch, provider="docker", spec=SandboxSpec())
     assert report.masked and not report.resolved and report.reward() == 0.0
     assert "no test spec for repo 'psf/requests' version '99.9'" in (report.masked_reason or "")
     assert "pre-built row" in (report.masked_reason or "")

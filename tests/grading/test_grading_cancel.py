@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from swe_gym.grading import grade
+from swe_gym.grading import grade_async
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import load_tasks
 from tests.conftest import leftover_sandboxes, provider_setup
@@ -27,7 +27,7 @@ async def _cancelled_grading(delay_s: float, again_after_s: float | None) -> lis
     loop.set_exception_handler(lambda _loop, context: reported.append(str(context.get("message"))))
     try:
         config, _ = provider_setup("local")
-        job = asyncio.ensure_future(grade(TASK, TASK.patch, provider=config))
+        job = asyncio.ensure_future(grade_async(TASK, TASK.patch, provider=config))
         await asyncio.sleep(delay_s)
         job.cancel()
         if again_after_s is not None:

@@ -17,7 +17,6 @@ from swe_gym.grading import grade
 from swe_gym.grading.eval_plan import OFFLINE_PIP, build_inputs, is_editable, plan, without_state_commands
 from swe_gym.grading.eval_script import build_eval_script
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask, load_tasks
 from tests.conftest import TEST_IMAGE, require_docker
 from tests.family_images import CalcRepo, swebench_image
@@ -51,7 +50,7 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> SWETask:
 
 
 def _grade(task: SWETask, patch: str, harness: str = "safe") -> Any:
-    return run_sync(grade(task, patch, provider="docker", spec=SandboxSpec(), harness=harness))  # type: ignore[arg-type]
+    return grade(task, patch, provider="docker", spec=SandboxSpec(), harness=harness)  # type: ignore[arg-type]
 
 
 # --- the reinstall plan ---------------------------------------------------------------------------------------

@@ -151,6 +151,7 @@ class _DockerWithoutCommit:
 
     def __init__(self) -> None:
         self.docker = get_provider("docker")
+        self.max_concurrent_creates = self.docker.max_concurrent_creates
 
     async def create(self, spec: SandboxSpec) -> Any:
         return await self.docker.create(spec)

@@ -6,7 +6,6 @@ import pytest
 
 from swe_gym.grading import GradeReport, TestGroup, grade
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import load_tasks
 from tests.conftest import provider_setup
 
@@ -30,7 +29,7 @@ new file mode 100644
 
 def _grade(task, patch: str, provider: str = "local") -> GradeReport:
     config, image = provider_setup(provider)
-    return run_sync(grade(task, patch, provider=config, spec=SandboxSpec(image=image)))
+    return grade(task, patch, provider=config, spec=SandboxSpec(image=image))
 
 
 def test_agent_test_files_are_restored_before_the_eval() -> None:
@@ -66,7 +65,7 @@ def test_broken_test_patch_is_a_masked_task_defect() -> None:
 
 def test_missing_image_is_masked() -> None:
     provider_setup("docker")
-    report = run_sync(grade(TASK, TASK.patch, provider="docker", spec=SandboxSpec(image="swe-gym-no-such-image:0")))
+    report = grade(TASK, TASK.patch, provider="docker", spec=SandboxSpec(image="swe-gym-no-such-image:0"))
     assert report.masked and "swe-gym-no-such-image:0" in (report.masked_reason or "")
 
 
@@ -114,6 +113,6 @@ def test_a_plugin_registered_in_the_projects_own_metadata_is_tampering() -> None
         }
     )
     config, _ = provider_setup("local")
-    report = run_sync(grade(datekit, forger, provider=config, twins=False))
+    report = grade(datekit, forger, provider=config, twins=False)
     assert report.patch_applied and not report.resolved and not report.masked and report.tampering, report.summary()
     assert "registers a pytest plugin that auto-loads ('datekit = datekit._plugin')" in (report.unresolved_reason or "")

@@ -35,8 +35,7 @@ from typing import Any
 
 import pytest
 
-from swe_gym.grading import GradeReport, grade, official
-from swe_gym.sandbox.loop import run_sync
+from swe_gym.grading import GradeReport, grade, swebench_toolkit
 from swe_gym.tasks import SWETask
 from tests.conftest import IN_CI
 
@@ -130,7 +129,7 @@ def task() -> SWETask:
 
 
 def graded(task: SWETask, patch: str) -> GradeReport:
-    return run_sync(grade(task, patch, provider="docker"))
+    return grade(task, patch, provider="docker")
 
 
 # -- a plain container of the image: patches made from real edits, and the attacks run without the grader ------------
@@ -205,7 +204,7 @@ def run_official_script(task: SWETask, patch: str, after: str = "") -> tuple[dic
     from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
 
     with Box(task.image or "") as box:
-        box.put({"/tmp/attack.patch": patch, "/tmp/eval.sh": official.eval_script(task)})
+        box.put({"/tmp/attack.patch": patch, "/tmp/eval.sh": swebench_toolkit.eval_script(task)})
         code, log = box.sh("git apply /tmp/attack.patch && PIP_NO_INDEX=1 bash /tmp/eval.sh 2>&1")
         assert "Ran " in log, f"the eval script did not run the tests (exit {code}):\n{log[-3000:]}"
         extra = box.sh(after)[1] if after else ""

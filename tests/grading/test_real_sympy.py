@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from swe_gym.grading import GradeReport, grade
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask
 from tests.grading.test_real_django import load_row, real_diff
 
@@ -52,7 +51,7 @@ def task() -> SWETask:
 
 
 def graded(task: SWETask, patch: str, *, twins: bool = True) -> GradeReport:
-    return run_sync(grade(task, patch, provider="docker", twins=twins))
+    return grade(task, patch, provider="docker", twins=twins)
 
 
 def test_gold_resolves_with_twins_and_the_empty_patch_does_not(task: SWETask) -> None:

@@ -12,7 +12,6 @@ import difflib
 import pytest
 
 from swe_gym.grading import GradeReport, grade
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks import SWETask, load_tasks
 from tests.conftest import provider_setup
 
@@ -49,7 +48,7 @@ def _forger_patch() -> str:
 
 def _grade(patch: str, *, twins: bool = True) -> GradeReport:
     config, _ = provider_setup("local")
-    return run_sync(grade(TASK, patch, provider=config, twins=twins))
+    return grade(TASK, patch, provider=config, twins=twins)
 
 
 def test_gold_resolves_with_twins_over_two_commands() -> None:

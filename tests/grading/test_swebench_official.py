@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from swe_gym.errors import GradingError, TaskError
-from swe_gym.grading import official
+from swe_gym.grading import swebench_toolkit
 from swe_gym.grading.parsers import TestStatus
 from swe_gym.tasks.model import SWETask
 from tests.conftest import IN_CI
@@ -37,7 +37,7 @@ def task(repo: str, *, version: str | None = "1.0", test_patch: str = "", **fiel
         "problem_statement": "an issue",
         "base_commit": "0123456789abcdef0123456789abcdef01234567",
         "test_patch": test_patch,
-        "harness": "swebench",
+        "toolkit": "swebench",
         **fields,
     }
     if version is not None:
@@ -235,9 +235,9 @@ CASES = {
 def test_parse_log_is_the_repos_official_parser(repo: str) -> None:
     output, expected = CASES[repo]
     t = task(repo)
-    got = official.parse_log(t, traced(output))
+    got = swebench_toolkit.parse_log(t, traced(output))
     assert got == expected
-    direct = MAP_REPO_TO_PARSER[repo](output, official._test_spec(t))
+    direct = MAP_REPO_TO_PARSER[repo](output, swebench_toolkit._test_spec(t))
     assert got == direct
 
 
@@ -245,13 +245,13 @@ def test_parse_log_is_the_repos_official_parser(repo: str) -> None:
 def test_parse_log_by_name_for_prebuilt_rows(name: str) -> None:
     """Pre-built rows name a parser by its swebench function name (SWE-bench 5.x, SWE-rebench) or the bare tool."""
     t = task("someorg/unknown-lib", version=None, log_parser=name, eval_script="#!/bin/bash\npytest -rA\n")
-    assert official.parse_log(t, traced(PYTEST_REQUESTS)) == CASES["psf/requests"][1]
+    assert swebench_toolkit.parse_log(t, traced(PYTEST_REQUESTS)) == CASES["psf/requests"][1]
 
 
 def test_swe_rebench_rows_name_their_parser_in_install_config() -> None:
     config = {"log_parser": "parse_log_pytest_options", "test_cmd": "pytest -rA"}
     t = task("someorg/unknown-lib", version="0.1", install_config=config)
-    assert official.parse_log(t, traced(PYTEST_REQUESTS)) == CASES["psf/requests"][1]
+    assert swebench_toolkit.parse_log(t, traced(PYTEST_REQUESTS)) == CASES["psf/requests"][1]
 
 
 def test_a_rows_own_spec_never_stays_in_swebenchs_tables() -> None:
@@ -263,31 +263,35 @@ def test_a_rows_own_spec_never_stays_in_swebenchs_tables() -> None:
     patch = "diff --git a/tests/test_x.py b/tests/test_x.py\n--- a/tests/test_x.py\n+++ b/tests/test_x.py\n"
     patch += "@@ -0,0 +1 @@\n+x\n"
     t = task("someorg/unknown-lib", version="0.1", install_config=config, test_patch=patch)
-    script = official.eval_script(t)
-    assert "pytest -rA --rebench-row tests/test_x.py" in script and official.install_command(t) == "pip install -e ."
+    script = swebench_toolkit.eval_script(t)
+    assert (
+        "pytest -rA --rebench-row tests/test_x.py" in script
+        and swebench_toolkit.install_command(t) == "pip install -e ."
+    )
     assert (repr(MAP_REPO_VERSION_TO_SPECS), repr(MAP_REPO_TO_EXT)) == before
 
 
 def test_a_row_parser_overrides_the_repos() -> None:
     t = task("psf/requests", log_parser="parse_log_pytest")
-    assert "test_requests.py::test_unicode_path[/tmp/pytest-of-root/pytest-0/test0/a.txt]" in official.parse_log(
-        t, traced(PYTEST_REQUESTS)
+    assert (
+        "test_requests.py::test_unicode_path[/tmp/pytest-of-root/pytest-0/test0/a.txt]"
+        in swebench_toolkit.parse_log(t, traced(PYTEST_REQUESTS))
     )
 
 
 def test_parse_log_without_markers_is_empty_and_falls_back_to_the_whole_log() -> None:
     t = task("psf/requests")
-    assert official.parse_log(t, PYTEST_REQUESTS) == {}  # the tests never ran: swebench reads nothing
+    assert swebench_toolkit.parse_log(t, PYTEST_REQUESTS) == {}  # the tests never ran: swebench reads nothing
     # results printed outside the markers (stdout/stderr interleaving) are still found, as swebench does
     moved = f"{PYTEST_REQUESTS}+ : '>>>>> Start Test Output'\n+ : '>>>>> End Test Output'\n"
-    assert official.parse_log(t, moved) == CASES["psf/requests"][1]
+    assert swebench_toolkit.parse_log(t, moved) == CASES["psf/requests"][1]
 
 
 def test_unknown_parser_names_are_the_rows_fault() -> None:
     with pytest.raises(TaskError, match="parse_log_nonesuch"):
-        official.parse_log(task("x/y", log_parser="parse_log_nonesuch"), traced(""))
+        swebench_toolkit.parse_log(task("x/y", log_parser="parse_log_nonesuch"), traced(""))
     with pytest.raises(TaskError, match="no log parser for repo 'x/y'"):
-        official.parse_log(task("x/y"), traced(""))
+        swebench_toolkit.parse_log(task("x/y"), traced(""))
 
 
 # --- eval scripts ------------------------------------------------------------------------------------------------
@@ -343,7 +347,7 @@ CLASSIC = [
 @pytest.mark.usefixtures("no_network")
 def test_classic_rows_derive_the_official_eval_script_offline(repo: str, version: str, path: str, command: str) -> None:
     t = task(repo, version=version, test_patch=patch_for(path))
-    script = official.eval_script(t)
+    script = swebench_toolkit.eval_script(t)
     assert script.startswith("#!/bin/bash\nset -uxo pipefail\n")  # -x prints the markers
     assert "source /opt/miniconda3/bin/activate\nconda activate testbed\ncd /testbed\n" in script
     assert f"git checkout {t.base_commit} {path}\n" in script
@@ -360,7 +364,7 @@ def test_every_repo_that_swebench_can_test_derives_offline() -> None:
         for version, specs in versions.items():
             if "test_cmd" not in specs:
                 continue  # dbt-labs/dbt-core: swebench has no test command
-            assert ">>>>> End Test Output" in official.eval_script(
+            assert ">>>>> End Test Output" in swebench_toolkit.eval_script(
                 task(repo, version=version, test_patch=patch_for("tests/test_x.py"))
             )
             derived += 1
@@ -369,7 +373,7 @@ def test_every_repo_that_swebench_can_test_derives_offline() -> None:
 
 def test_a_prebuilt_rows_eval_script_is_returned_as_is() -> None:
     script = "#!/bin/bash\nset -uxo pipefail\ncd /testbed\n: '>>>>> Start Test Output'\npytest\n"
-    assert official.eval_script(task("someorg/unknown-lib", version=None, eval_script=script)) == script
+    assert swebench_toolkit.eval_script(task("someorg/unknown-lib", version=None, eval_script=script)) == script
 
 
 @pytest.mark.parametrize(
@@ -378,12 +382,12 @@ def test_a_prebuilt_rows_eval_script_is_returned_as_is() -> None:
 )
 def test_unknown_repo_or_version_says_a_prebuilt_row_serves(repo: str, version: str | None) -> None:
     with pytest.raises(TaskError, match=rf"repo '{repo}' version {version!r}.*pre-built row"):
-        official.eval_script(task(repo, version=version, test_patch=patch_for("tests/test_x.py")))
+        swebench_toolkit.eval_script(task(repo, version=version, test_patch=patch_for("tests/test_x.py")))
 
 
 def test_deriving_needs_the_test_patch() -> None:
     with pytest.raises(TaskError, match="test_patch"):
-        official.eval_script(task("psf/requests", version="2.0"))
+        swebench_toolkit.eval_script(task("psf/requests", version="2.0"))
 
 
 # --- the verdict -------------------------------------------------------------------------------------------------
@@ -396,7 +400,7 @@ def official_report(t: SWETask, status: dict[str, TestStatus], eval_type: EvalTy
 
 def test_resolved_when_every_fail_to_pass_passes_and_pass_to_pass_holds() -> None:
     t = task("psf/requests", FAIL_TO_PASS='["t::a", "t::b"]', PASS_TO_PASS=["t::c"])
-    resolved, f2p, p2p = official.judge(t, {"t::a": P, "t::b": TestStatus.XFAIL, "t::c": P})
+    resolved, f2p, p2p = swebench_toolkit.judge(t, {"t::a": P, "t::b": TestStatus.XFAIL, "t::c": P})
     assert resolved
     assert (f2p.success, f2p.failure, p2p.success, p2p.failure) == (["t::a", "t::b"], [], ["t::c"], [])
 
@@ -411,7 +415,7 @@ def test_resolved_when_every_fail_to_pass_passes_and_pass_to_pass_holds() -> Non
 )
 def test_not_resolved(status: dict[str, TestStatus]) -> None:
     t = task("psf/requests", FAIL_TO_PASS=["t::a", "t::b"], PASS_TO_PASS=["t::c"])
-    resolved, f2p, p2p = official.judge(t, status)
+    resolved, f2p, p2p = swebench_toolkit.judge(t, status)
     assert not resolved
     report = official_report(t, status, EvalType.PASS_AND_FAIL)
     assert f2p.model_dump() == report[FAIL_TO_PASS] and p2p.model_dump() == report[PASS_TO_PASS]
@@ -423,14 +427,14 @@ def test_not_resolved(status: dict[str, TestStatus]) -> None:
 def test_fail_only_repos_fail_a_test_only_when_the_log_says_failed(repo: str, fields: dict[str, str]) -> None:
     t = task(repo, FAIL_TO_PASS=["a", "b"], PASS_TO_PASS=["c", "d"], **fields)
     status = {"a": P, "c": E, "d": S}  # b absent; under fail-only only FAILED fails
-    resolved, f2p, p2p = official.judge(t, status)
+    resolved, f2p, p2p = swebench_toolkit.judge(t, status)
     assert resolved
     assert (f2p.success, p2p.success) == (["a", "b"], ["c", "d"])
     assert official_report(t, status, EvalType.FAIL_ONLY)[FAIL_TO_PASS] == f2p.model_dump()
-    resolved, f2p, _ = official.judge(t, {**status, "b": F})
+    resolved, f2p, _ = swebench_toolkit.judge(t, {**status, "b": F})
     assert not resolved and f2p.failure == ["b"]
     # the same log in a pass-and-fail repo is not resolved (b missing, c errored)
-    assert not official.judge(task("psf/requests", FAIL_TO_PASS=["a", "b"], PASS_TO_PASS=["c", "d"]), status)[0]
+    assert not swebench_toolkit.judge(task("psf/requests", FAIL_TO_PASS=["a", "b"], PASS_TO_PASS=["c", "d"]), status)[0]
 
 
 # --- installation ------------------------------------------------------------------------------------------------
@@ -438,9 +442,9 @@ def test_fail_only_repos_fail_a_test_only_when_the_log_says_failed(repo: str, fi
 
 @pytest.fixture
 def fresh_imports() -> Any:
-    official._harness.cache_clear()
+    swebench_toolkit.swebench_module.cache_clear()
     yield
-    official._harness.cache_clear()
+    swebench_toolkit.swebench_module.cache_clear()
 
 
 @pytest.mark.usefixtures("fresh_imports")
@@ -448,23 +452,23 @@ def test_missing_swebench_is_a_clear_grading_error(monkeypatch: pytest.MonkeyPat
     def absent(name: str) -> str:
         raise metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(official.metadata, "version", absent)
+    monkeypatch.setattr(swebench_toolkit.metadata, "version", absent)
     with pytest.raises(GradingError, match=r"pip install 'swe_gym\[swebench\]'"):
-        official.judge(task("psf/requests"), {})
+        swebench_toolkit.judge(task("psf/requests"), {})
     # a pre-built row's own script needs no swebench
-    assert official.eval_script(task("x/y", eval_script="true")) == "true"
+    assert swebench_toolkit.eval_script(task("x/y", eval_script="true")) == "true"
 
 
 @pytest.mark.usefixtures("fresh_imports")
 def test_swebench_5_is_refused_with_the_supported_range(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(official.metadata, "version", lambda name: "5.0.2")
+    monkeypatch.setattr(swebench_toolkit.metadata, "version", lambda name: "5.0.2")
     with pytest.raises(GradingError, match=r"swebench 5\.0\.2 .*swebench>=4\.1,<5"):
-        official.parse_log(task("psf/requests"), "")
+        swebench_toolkit.parse_log(task("psf/requests"), "")
 
 
 def test_importing_swe_gym_does_not_import_swebench() -> None:
     code = (
-        "import sys, swe_gym, swe_gym.grading, swe_gym.grading.official\n"
+        "import sys, swe_gym, swe_gym.grading, swe_gym.grading.swebench_toolkit\n"
         "assert not [m for m in sys.modules if m.split('.')[0] == 'swebench'], 'swebench imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

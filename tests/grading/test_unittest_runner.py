@@ -14,7 +14,6 @@ import pytest
 
 from swe_gym.grading.harness import grade
 from swe_gym.sandbox import SandboxSpec
-from swe_gym.sandbox.loop import run_sync
 from swe_gym.tasks.model import SWETask
 from tests.conftest import provider_setup
 
@@ -106,7 +105,7 @@ def forger(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _grade(task: SWETask, patch: str, provider: str, *, twins: bool = True):  # type: ignore[no-untyped-def]
     config, image = provider_setup(provider)
-    return run_sync(grade(task, patch, provider=config, spec=SandboxSpec(image=image), twins=twins))
+    return grade(task, patch, provider=config, spec=SandboxSpec(image=image), twins=twins)
 
 
 @pytest.mark.parametrize("provider", ["local", "docker"])

@@ -1,4 +1,5 @@
-"""The exec and file semantics every provider must honour, run against each real provider."""
+"""The exec and file semantics every provider must honour, run against each real provider and against a
+third-party one written to the Protocols alone (``delegating``, registered by its entry point)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,30 @@ from swe_gym.errors import ConfigError, ForkNotSupportedError, SandboxDiedError,
 from swe_gym.sandbox import AsyncSandbox, Sandbox, SandboxSpec, SandboxStatus
 from swe_gym.shown_text import to_bytes
 from tests.conftest import ISOLATED, PROVIDERS, kill_from_outside, leftover_sandboxes, make_sandbox, provider_setup
+
+
+def test_a_provider_written_to_the_protocols_alone_is_found_by_its_entry_point() -> None:
+    """``delegating`` subclasses nothing of swe_gym's and is registered only as an installed plugin is: the
+    rest of this suite, run against it, checks that swe_gym reads nothing the Protocols do not declare."""
+    from importlib.metadata import entry_points
+
+    from swe_gym.sandbox import SandboxBackend, SandboxProvider, available_providers, get_provider, registry
+    from tests.sandbox.delegating_provider import DelegatingProvider, DelegatingSandbox
+
+    config, _ = provider_setup("delegating")
+    assert "delegating" not in registry._registered and "delegating" in available_providers()
+    (found,) = [ep for ep in entry_points(group=registry.ENTRY_POINT_GROUP) if ep.name == "delegating"]
+    assert found.value == "tests.sandbox.delegating_provider:DelegatingProvider"
+    assert DelegatingProvider.__mro__[1:] == (object,) and DelegatingSandbox.__mro__[1:] == (object,)
+    provider = get_provider(config)
+    assert type(provider) is DelegatingProvider and isinstance(provider, SandboxProvider)
+    with Sandbox.create(SandboxSpec(), config) as box:
+        assert isinstance(box.aio.backend, DelegatingSandbox) and isinstance(box.aio.backend, SandboxBackend)
+        assert (
+            box.aio.provider_name == "delegating"
+            and box.aio.backend.network_isolated == box.aio.backend.inner.network_isolated
+        )
+        assert box.exec("echo via-entry-point").output == "via-entry-point\n"
 
 
 def test_output_merges_stdout_and_stderr_in_order(sandbox: Sandbox) -> None:
@@ -133,7 +158,7 @@ def test_program_exit_without_close_removes_the_sandbox(provider_name: str) -> N
     created = subprocess.run(
         [sys.executable, "-c", script, json.dumps(config)], capture_output=True, text=True, check=True
     ).stdout.strip()
-    kind = config["type"]
+    kind = {"delegating": "local"}.get(config["type"], config["type"])  # its sandboxes are local's
     deadline = time.monotonic() + 30  # docker's auto-removal is asynchronous
     while time.monotonic() < deadline and created in leftover_sandboxes()[kind]:
         time.sleep(0.2)

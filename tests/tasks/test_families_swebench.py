@@ -52,7 +52,7 @@ def assert_nothing_lost(row: dict[str, Any], task: SWETask) -> None:
 def test_rows_convert_with_their_family_and_image(row: dict, dataset: str | None, family: str, image: str) -> None:
     task = convert(row, dataset=dataset)
     assert (task.family, task.image, task.workdir) == (family, image, "/testbed")
-    assert task.eval.harness == "swebench" and task.eval.timeout_s == 1800
+    assert task.eval.toolkit == "swebench" and task.eval.timeout_s == 1800
     assert task.fail_to_pass and task.pass_to_pass
     assert_nothing_lost(row, task)
 

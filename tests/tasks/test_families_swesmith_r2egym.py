@@ -95,7 +95,7 @@ def test_a_swesmith_row_becomes_a_task_without_losing_fields(swesmith_registry: 
     assert task.image == row["image_name"] and task.workdir == "/testbed"
     assert task.base_commit == row["base_commit"] and task.problem_statement == row["problem_statement"]
     assert task.setup_script.startswith(f"git checkout -q {IID} ")
-    assert task.eval.harness == "swe_gym" and task.eval.log_parser == "swesmith:oauthlib__oauthlib.1fd52536"
+    assert task.eval.toolkit == "swe_gym" and task.eval.log_parser == "swesmith:oauthlib__oauthlib.1fd52536"
     assert task.eval.test_cmd.endswith("\n" + PYTHON_TEST_CMD) and "'Remove F2P Tests'" in task.eval.test_cmd
     assert "for f in tests/oauth2/rfc6749/test_utils.py tests/test_common.py; do" in task.eval.test_cmd
     assert task.fail_to_pass == row["FAIL_TO_PASS"] and task.pass_to_pass == row["PASS_TO_PASS"]
@@ -465,7 +465,7 @@ def test_an_r2e_gym_row_becomes_a_task_without_losing_fields() -> None:
     assert task.base_commit == "3ec5fd7c3074844c62d3a9ff2c95179449a66129"
     assert task.problem_statement == "**Title:** add() subtracts\n\n**Description:** 1 + 2 gives -1"
     assert task.setup_script == SETUP_SCRIPT and "mv /r2e_tests /root/r2e_tests" in SETUP_SCRIPT
-    assert task.eval.harness == "swe_gym" and task.eval.log_parser == "r2e-gym"
+    assert task.eval.toolkit == "swe_gym" and task.eval.log_parser == "r2e-gym"
     assert task.eval.test_cmd == f"{LINK_TESTS}\n{RUN_TESTS}" and RUN_TESTS == "bash /root/run_tests.sh"
     assert task.fail_to_pass == ["TestCalc.test_add"] and task.pass_to_pass == ["TestCalc.test_sub"]
     assert task.patch == GOLD

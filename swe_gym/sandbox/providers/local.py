@@ -180,6 +180,11 @@ class LocalSandbox(ProcessSandbox):
     provider_name = "local"
     isolated = False
 
+    @property
+    def network_isolated(self) -> bool:
+        """Unisolated (no bwrap), commands share the host's network whatever the spec says."""
+        return self.isolated and not self.spec.network
+
 
 class LocalProvider(HomeProvider):
     """Sandboxes as local process trees; see the module docstring."""

@@ -228,7 +228,7 @@ class R2EGymFamily:
             setup_script=_optional_text(row, "setup_script", instance_id) or SETUP_SCRIPT,
             hidden_paths=HIDDEN_PATHS,
             eval=EvalRecipe(
-                harness="swe_gym",
+                toolkit="swe_gym",
                 test_cmd=f"{LINK_TESTS}\n{test_cmd}",
                 log_parser=_optional_text(row, "log_parser", instance_id) or "r2e-gym",
                 timeout_s=EVAL_TIMEOUT_S,

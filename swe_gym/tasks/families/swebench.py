@@ -14,7 +14,7 @@ and its image, ``docker_image``. Pre-built rows (SWE-bench 5.x style, e.g.
 ``SWE-bench/SWE-bench_Multilingual``) carry their image (``image``/``image_name``),
 ``eval_script``, ``log_parser`` (and ``eval_type``).
 
-Every task is graded by the official ``swebench`` harness (``harness="swebench"``) in
+Every task is graded by the official ``swebench`` code (``toolkit="swebench"``) in
 its published image, whose repository sits at ``/testbed``. A row's own image name
 (``image``, ``image_name``, ``docker_image``) wins over the family's naming; the
 providers then apply the ``SWE_GYM_IMAGE_REWRITE`` rules (`swe_gym.sandbox.images`).
@@ -152,7 +152,7 @@ def swebench_task(row: Mapping[str, Any], *, family: str, image_for: Callable[[s
         image=image or image_for(instance_id),
         workdir="/testbed",
         eval=EvalRecipe(
-            harness="swebench",
+            toolkit="swebench",
             eval_script=_optional_text(row, "eval_script", instance_id),
             log_parser=_optional_text(row, "log_parser", instance_id),
             timeout_s=EVAL_TIMEOUT_S,

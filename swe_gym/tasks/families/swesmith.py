@@ -259,7 +259,7 @@ class SWESmithFamily:
             # The bug is a commit on top of the fixed code: any history would hand the agent the fix.
             hide_history="all",
             eval=EvalRecipe(
-                harness="swe_gym",
+                toolkit="swe_gym",
                 test_cmd=restore_tests_script(f2p + p2p) + "\n" + test_cmd,
                 log_parser=parser,
                 timeout_s=EVAL_TIMEOUT_S,

@@ -47,9 +47,9 @@ from swe_gym.tasks.model import SWETask
 
 
 def _swebench() -> tuple[list[str], object]:
-    from swe_gym.grading.official import _harness
+    from swe_gym.grading.swebench_toolkit import swebench_module
 
-    return list(_harness("run_evaluation").GIT_APPLY_CMDS), _harness("constants")
+    return list(swebench_module("run_evaluation").GIT_APPLY_CMDS), swebench_module("constants")
 
 
 def log_verdict(task: SWETask, log: str) -> tuple[dict[str, TestStatus], str | None]:
@@ -66,10 +66,10 @@ def log_verdict(task: SWETask, log: str) -> tuple[dict[str, TestStatus], str | N
     if start not in log or end not in log:
         return {}, "the log lacks the test output markers (swebench: not resolved)"
     section = log.split(start)[1].split(end)[0]
-    if task.eval.harness == "swebench":
-        from swe_gym.grading import official
+    if task.eval.toolkit == "swebench":
+        from swe_gym.grading import swebench_toolkit
 
-        return official.parse_section(task, section) or official.parse_section(task, log), None
+        return swebench_toolkit.parse_section(task, section) or swebench_toolkit.parse_section(task, log), None
     parser = get_parser(task.eval.log_parser or "pytest")
     return parser(section) or parser(log), None
 

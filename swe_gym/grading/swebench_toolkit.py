@@ -1,4 +1,4 @@
-"""Grading SWE-bench-format tasks with the official ``swebench`` package (4.x), imported lazily.
+"""The ``swebench`` toolkit (4.x, imported lazily): eval script, log parsing, verdict of ``toolkit="swebench"`` tasks.
 
 Each of the three jobs is swebench's own code, so a verdict here is the benchmark's verdict:
 
@@ -45,7 +45,7 @@ RawParser = Callable[[str, Any], dict[str, str]]
 
 
 @functools.cache
-def _harness(name: str) -> ModuleType:
+def swebench_module(name: str) -> ModuleType:
     """``swebench.harness.<name>``, or a `GradingError` saying how to get a usable swebench."""
     try:
         version = metadata.version("swebench")
@@ -78,7 +78,7 @@ def _with_row_spec(task: SWETask, own: tuple[str, dict[str, Any]] | None) -> Ite
     if own is None:
         yield
         return
-    constants = _harness("constants")
+    constants = swebench_module("constants")
     key, config = own
     specs = {task.repo: {**constants.MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}), key: config}}
     ext = {task.repo: constants.MAP_REPO_TO_EXT.get(task.repo, "py")}  # SWE-rebench's repositories are Python
@@ -93,7 +93,7 @@ def _with_row_spec(task: SWETask, own: tuple[str, dict[str, Any]] | None) -> Ite
 def _specs(task: SWETask) -> dict[str, Any]:
     """The repo/version entry of ``MAP_REPO_VERSION_TO_SPECS``; a row swebench does not know is the row's fault."""
     version = task.metadata.get("version")
-    specs = _harness("constants").MAP_REPO_VERSION_TO_SPECS
+    specs = swebench_module("constants").MAP_REPO_VERSION_TO_SPECS
     spec = specs.get(task.repo, {}).get(str(version))
     if spec is None or "test_cmd" not in spec:  # dbt-labs/dbt-core's specs have no test command
         raise TaskError(
@@ -105,8 +105,8 @@ def _specs(task: SWETask) -> dict[str, Any]:
 
 def _test_spec(task: SWETask, eval_script_list: list[str] | None = None) -> Any:
     """swebench's ``TestSpec`` for ``task``, built without the env script (which would need GitHub)."""
-    constants = _harness("constants")
-    return _harness("test_spec.test_spec").TestSpec(
+    constants = swebench_module("constants")
+    return swebench_module("test_spec.test_spec").TestSpec(
         instance_id=task.instance_id,
         repo=task.repo,
         version=str(task.metadata.get("version", "")),
@@ -145,7 +145,7 @@ def eval_script(task: SWETask) -> str:
         "PASS_TO_PASS": list(task.pass_to_pass),
     }
     with _with_row_spec(task, own):
-        lines = _harness("test_spec.create_scripts").make_eval_script_list(
+        lines = swebench_module("test_spec.create_scripts").make_eval_script_list(
             instance, specs, _ENV_NAME, task.workdir, task.base_commit, task.test_patch
         )
     return _test_spec(task, lines).eval_script
@@ -167,7 +167,7 @@ def install_command(task: SWETask) -> str | None:
 @functools.cache
 def _parsers_by_name() -> dict[str, RawParser]:
     """Every parser function in ``swebench.harness.log_parsers``, by its name (the names 5.x's registry uses)."""
-    package = _harness("log_parsers")
+    package = swebench_module("log_parsers")
     found: dict[str, RawParser] = {}
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
@@ -185,7 +185,7 @@ def _parser(task: SWETask) -> RawParser:
     config = task.metadata.get("install_config")
     name = task.eval.log_parser or (config.get("log_parser") if isinstance(config, dict) else None)
     if name is None:
-        parser = _harness("log_parsers").MAP_REPO_TO_PARSER.get(task.repo)
+        parser = swebench_module("log_parsers").MAP_REPO_TO_PARSER.get(task.repo)
         if parser is None:
             raise TaskError(
                 f"{task.instance_id}: swebench has no log parser for repo {task.repo!r}; set the row's log_parser"
@@ -209,7 +209,7 @@ def parse_log(task: SWETask, log: str) -> dict[str, TestStatus]:
     applied; this returns ``{}`` then, which the caller must treat as unresolved (fail-only repos
     count absent tests as passing).
     """
-    constants = _harness("constants")
+    constants = swebench_module("constants")
     parser = _parser(task)
     if constants.START_TEST_OUTPUT not in log or constants.END_TEST_OUTPUT not in log:
         return {}
@@ -240,8 +240,8 @@ def judge(task: SWETask, status: dict[str, TestStatus]) -> tuple[bool, TestGroup
     Fail-only repos (``FAIL_ONLY_REPOS``, or a row whose ``eval_type`` says so) count a test as
     failing only when the log says FAILED.
     """
-    constants = _harness("constants")
-    grading = _harness("grading")
+    constants = swebench_module("constants")
+    grading = swebench_module("grading")
     fail_only = task.repo in constants.FAIL_ONLY_REPOS or task.metadata.get("eval_type") == "fail_only"
     eval_type = constants.EvalType.FAIL_ONLY if fail_only else constants.EvalType.PASS_AND_FAIL
     gold = {constants.FAIL_TO_PASS: list(task.fail_to_pass), constants.PASS_TO_PASS: list(task.pass_to_pass)}
