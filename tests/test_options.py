@@ -70,8 +70,8 @@ def test_nemo_rl_config_extends_the_one_model() -> None:
     ("argv", "message"),
     [
         (["rollout", "--policy", "llm", "--llm-model", "m", "--llm-temperature", "5", "--allow-unisolated"],
-         "error: invalid LLM policy options (temperature: Input should be less than or equal to 2"),
-        (["rollout", "--max-steps", "0"], "error: invalid env options (max_steps: Input should be greater than"),
+         "error: invalid options (--llm-temperature: Input should be less than or equal to 2"),
+        (["rollout", "--max-steps", "0"], "error: invalid options (--max-steps: Input should be greater than"),
     ],
 )  # fmt: skip
 def test_bad_option_values_are_one_line_and_exit_2(argv: list[str], message: str) -> None:

@@ -160,7 +160,7 @@ def test_a_test_that_flips_between_runs_is_flaky(tmp_path: Path) -> None:
     # passes can even read as tampering: a flaky graded test fails the certificate either way.
     assert sorted(flaky.empty) == ["FAILED", "PASSED"] and flaky.graded
     assert list(entry.flaky) == ["tests/test_flaky.py::test_flips"]  # the steady tests are not flaky
-    assert not entry.passed and entry.gold_resolved <= 1
+    assert not entry.passed  # how many gold runs resolve is a race (see above); the flaky test fails it anyway
     assert any(p.startswith("flaky graded tests") and "test_flips" in p for p in entry.problems)
     assert certificate.summary.flaky_ids == [task.instance_id]
 

@@ -209,12 +209,16 @@ def test_scrub_can_be_turned_off_and_setup_script_runs_first(images: tuple[CalcR
         env.close()
 
 
-def test_a_failing_setup_script_is_a_clear_error(images: tuple[CalcRepo, dict[str, str]]) -> None:
+def test_a_failing_setup_script_masks_the_episode_with_a_clear_reason(images: tuple[CalcRepo, dict[str, str]]) -> None:
+    """The task's own setup failing is the environment's failure (the host's rule): masked, never the agent's 0."""
     repo, built = images
     task = _task(repo, built["loose"], setup_script="git checkout no-such-branch")
     env = gym.make("swe_gym/SWE-v0", tasks=[task], provider="docker")
     try:
-        with pytest.raises(Exception, match="setup script failed for calc__calc-1"):
-            env.reset(seed=0)
+        _, info = env.reset(seed=0)
+        assert info["masked"] and "setup script failed for calc__calc-1" in info["masked_reason"]
+        assert "no-such-branch" in info["masked_reason"]
+        _, reward, _, truncated, info = env.step("ls")
+        assert truncated and reward == 0.0 and info["masked"]
     finally:
         env.close()
