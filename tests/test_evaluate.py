@@ -147,6 +147,9 @@ def test_gold_resolves_every_instance(tmp_path: Path) -> None:
     assert summary["total_instances"] == summary["submitted_instances"] == summary["completed_instances"] == 3
     assert summary["error_ids"] == summary["unresolved_ids"] == summary["incomplete_ids"] == []
     assert "resolved       3 (100.0% of submitted)" in stdout
+    by_id = {t.instance_id: t for t in TASKS}  # what a report reads for its per-repository and per-family views
+    assert summary["swe_gym"]["families"] == {iid: by_id[iid].family for iid in chosen}
+    assert summary["swe_gym"]["repos"] == {iid: by_id[iid].repo for iid in chosen}
 
 
 def test_ctrl_c_closes_the_sandboxes_of_gradings_in_flight(tmp_path: Path) -> None:

@@ -254,6 +254,8 @@ async def evaluate_async(
             invalid_predictions=list(invalid),
             unknown_instance_ids=unknown,
             duplicate_predictions={iid: rows for iid, rows in rows_of.items() if len(rows) > 1},
+            repos={iid: by_id[iid].repo for iid in run.results if iid in by_id},
+            families={iid: by_id[iid].family for iid in run.results if iid in by_id},
             certificate=None if certificate is None else str(certificate.path or certificate.dataset),
             uncertified_mode=None if certificate is None else uncertified,
             uncertified=dict(sorted(reasons.items())),

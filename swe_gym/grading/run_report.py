@@ -56,6 +56,8 @@ class SWEGymSection(BaseModel):
         default_factory=dict, description="id -> where its rows are; the last one is graded (as in swebench)"
     )
     durations_s: dict[str, float] = Field(default_factory=dict)
+    repos: dict[str, str] = Field(default_factory=dict, description="id -> repository (for reports by repository)")
+    families: dict[str, str] = Field(default_factory=dict, description="id -> dataset family")
     certificate: str | None = Field(default=None, description="the fidelity certificate the run was checked against")
     uncertified_mode: Literal["skip", "flag"] | None = Field(
         default=None, description="'skip': uncertified instances were not graded; 'flag': graded and listed"

@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator
 from importlib import metadata
 from types import ModuleType
 from typing import Any
-from unittest import mock
 
 from swe_gym.errors import GradingError, TaskError
 from swe_gym.grading.parsers import TestStatus
@@ -82,12 +81,24 @@ def _with_row_spec(task: SWETask, own: tuple[str, dict[str, Any]] | None) -> Ite
     key, config = own
     specs = {task.repo: {**constants.MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}), key: config}}
     ext = {task.repo: constants.MAP_REPO_TO_EXT.get(task.repo, "py")}  # SWE-rebench's repositories are Python
-    with (
-        _TABLES,
-        mock.patch.dict(constants.MAP_REPO_VERSION_TO_SPECS, specs),
-        mock.patch.dict(constants.MAP_REPO_TO_EXT, ext),
-    ):
+    with _TABLES, _entries(constants.MAP_REPO_VERSION_TO_SPECS, specs), _entries(constants.MAP_REPO_TO_EXT, ext):
         yield
+
+
+@contextlib.contextmanager
+def _entries(table: dict[str, Any], entries: dict[str, Any]) -> Iterator[None]:
+    """``table`` with ``entries`` set while the block runs; each key's earlier value (or absence) back after."""
+    missing = object()
+    before = {key: table.get(key, missing) for key in entries}
+    table.update(entries)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is missing:
+                table.pop(key, None)
+            else:
+                table[key] = value
 
 
 def _specs(task: SWETask) -> dict[str, Any]:

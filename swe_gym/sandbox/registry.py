@@ -22,7 +22,7 @@ ProviderFactory = Callable[..., SandboxProvider]
 
 _BUILTIN: dict[str, tuple[str, str]] = {
     "local": ("swe_gym.sandbox.providers.local:LocalProvider", ""),
-    "docker": ("swe_gym.sandbox.providers.docker:DockerProvider", "docker"),
+    "docker": ("swe_gym.sandbox.providers.docker:DockerProvider", ""),
     "apptainer": ("swe_gym.sandbox.providers.apptainer:ApptainerProvider", "apptainer"),
     "opensandbox": ("swe_gym.sandbox.providers.opensandbox:OpenSandboxProvider", "opensandbox"),
 }
