@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from swe_gym.errors import (
     ConfigError,
@@ -100,16 +101,27 @@ async def _gated(
     retries: int,
     permanent: tuple[type[Exception], ...],
 ) -> SandboxBackend:
-    for attempt in range(retries + 1):
-        try:
-            async with create_gate(provider):
-                return await start()
-        except permanent:
-            raise
-        except SandboxError as exc:
-            if attempt == retries:
-                raise SandboxError(f"{provider.name} sandbox {what} failed {retries + 1} times; last: {exc}") from exc
-            delay = BACKOFF_S * 2**attempt * (0.5 + random.random())
-            log.warning("%s sandbox %s failed (%s); retry %d in %.1fs", provider.name, what, exc, attempt + 1, delay)
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable")
+    """``start()`` under the provider's gate, retried with jittered exponential backoff unless permanent."""
+
+    async def attempt() -> SandboxBackend:
+        async with create_gate(provider):
+            return await start()
+
+    def warn(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        retry, delay = state.attempt_number, state.upcoming_sleep
+        log.warning("%s sandbox %s failed (%s); retry %d in %.1fs", provider.name, what, error, retry, delay)
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(retries + 1),
+        wait=wait_random_exponential(multiplier=BACKOFF_S, max=30.0),
+        retry=retry_if_exception(lambda exc: isinstance(exc, SandboxError) and not isinstance(exc, permanent)),
+        before_sleep=warn,
+        reraise=True,
+    )
+    try:
+        return await retrying(attempt)
+    except permanent:
+        raise
+    except SandboxError as exc:
+        raise SandboxError(f"{provider.name} sandbox {what} failed {retries + 1} times; last: {exc}") from exc
