@@ -38,7 +38,7 @@ def _llm_problem() -> str | None:
     if not base_url:
         return f"no LLM endpoint configured (run .ci/provision_llm.sh, which writes {LLM_ENV_FILE})"
     try:
-        urllib.request.urlopen(f"{base_url}/models", timeout=5).read()
+        urllib.request.urlopen(f"{base_url}/models", timeout=60).read()  # answers after the generation it runs
     except OSError as exc:
         return f"the LLM server at {base_url} does not answer ({exc})"
     return None
