@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from swe_gym.errors import ConfigError
 from swe_gym.grading.report import GradeReport
 from swe_gym.jsonl import BadLine, json_document
-from swe_gym.report.model import Episode, Run, Status, Step
+from swe_gym.report.model import EpisodeRecord, Run, Status, Step
 from swe_gym.wrappers.trajectory import StepInfo, Trajectory, read_trajectories
 
 #: What of an evaluation's eval log a page shows (its end: where the test results are).
@@ -120,7 +120,7 @@ def _rollout(path: Path, tasks: TaskInfo) -> Run:
     return Run(kind="rollout", source=path, title=f"Rollout: {path.name}", facts=facts, episodes=episodes)
 
 
-def _episode(number: int, record: Trajectory, tasks: TaskInfo) -> Episode:
+def _episode(number: int, record: Trajectory, tasks: TaskInfo) -> EpisodeRecord:
     report = record.report
     instance_id = record.instance_id or "unknown"
     status: Status
@@ -163,7 +163,7 @@ def _episode(number: int, record: Trajectory, tasks: TaskInfo) -> Episode:
     if record.policy_stats:
         stats = record.policy_stats.items()
         facts["policy stats"] = ", ".join(f"{k}={v}" for k, v in stats if not isinstance(v, dict | list))
-    return Episode(
+    return EpisodeRecord(
         number=number,
         instance_id=instance_id,
         **_names(tasks, instance_id, record.repo, record.family),
@@ -222,7 +222,7 @@ def _ids(data: Mapping[str, Any], key: str) -> list[str]:
 
 
 def _evaluation(directory: Path, summaries: list[tuple[Path, dict[str, Any]]], tasks: TaskInfo) -> Run:
-    episodes: list[Episode] = []
+    episodes: list[EpisodeRecord] = []
     facts: dict[str, str] = {"input": str(directory)}
     models = []
     for path, data in summaries:
@@ -262,7 +262,7 @@ def _evaluation(directory: Path, summaries: list[tuple[Path, dict[str, Any]]], t
             }.get(status)
             grade_s = _float((report or {}).get("duration_s")) or _float(durations.get(iid))
             episodes.append(
-                Episode(
+                EpisodeRecord(
                     number=len(episodes) + 1,
                     instance_id=iid,
                     **_names(tasks, iid, _str(repos.get(iid)), _str(families.get(iid))),
@@ -332,7 +332,7 @@ def _seconds(value: Any) -> str:
 
 
 def _certificate(path: Path, data: dict[str, Any], tasks: TaskInfo) -> Run:
-    episodes: list[Episode] = []
+    episodes: list[EpisodeRecord] = []
     for iid, entry in sorted(data["instances"].items()):
         if not isinstance(entry, dict):
             raise ConfigError(f"{path}: instances[{iid!r}] is a {type(entry).__name__}, not an object")
@@ -374,7 +374,7 @@ def _certificate(path: Path, data: dict[str, Any], tasks: TaskInfo) -> Run:
             facts["errors"] = "\n".join(errors)
         masked_reasons = [str(r) for r in entry.get("masked_reasons") or []]
         episodes.append(
-            Episode(
+            EpisodeRecord(
                 number=len(episodes) + 1,
                 instance_id=str(iid),
                 **_names(tasks, str(iid)),

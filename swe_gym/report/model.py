@@ -1,4 +1,4 @@
-"""What a report shows: a `Run` of `Episode` records, whatever file they were read from."""
+"""What a report shows: a `Run` of `EpisodeRecord` records, whatever file they were read from."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Step(BaseModel):
     duration_s: float | None = None
 
 
-class Episode(BaseModel):
+class EpisodeRecord(BaseModel):
     """One episode (rollout), one graded prediction (evaluation) or one validated task (certificate)."""
 
     number: int = Field(description="1-based position in the input; names the episode's page")
@@ -74,7 +74,7 @@ class Run(BaseModel):
     source: Path
     title: str
     facts: dict[str, str] = Field(default_factory=dict, description="name -> value lines of the summary table")
-    episodes: list[Episode] = Field(default_factory=list)
+    episodes: list[EpisodeRecord] = Field(default_factory=list)
 
     @property
     def success_word(self) -> str:

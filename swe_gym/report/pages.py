@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from swe_gym.report import plots, stats
 from swe_gym.report.load import safe_name
-from swe_gym.report.model import Episode, Run
+from swe_gym.report.model import EpisodeRecord, Run
 
 #: An output longer than this (lines or characters) is folded on its page.
 FOLD_LINES = 24
@@ -263,7 +263,7 @@ def _diff_lines(patch: str) -> list[tuple[str, str]]:
     return out
 
 
-def episode_file(episode: Episode) -> str:
+def episode_file(episode: EpisodeRecord) -> str:
     """The episode's page, relative to the report's directory."""
     return f"episodes/{episode.number}-{safe_name(episode.instance_id)}.html"
 
@@ -363,7 +363,7 @@ def index_page(run: Run) -> str:
     )
 
 
-def _labels(episodes: Iterable[Episode], key: str) -> set[str | None]:
+def _labels(episodes: Iterable[EpisodeRecord], key: str) -> set[str | None]:
     return {getattr(e, key) for e in episodes}
 
 
@@ -533,7 +533,7 @@ def _episode_table(run: Run) -> tuple[list[Cell], list[list[Cell]]]:
 # -- one episode's page ---------------------------------------------------------------------------
 
 
-def episode_page(run: Run, episode: Episode, neighbours: Sequence[Episode | None]) -> str:
+def episode_page(run: Run, episode: EpisodeRecord, neighbours: Sequence[EpisodeRecord | None]) -> str:
     """``neighbours``: the previous and the next episode (None at the ends)."""
     before, after = neighbours
     rows: list[tuple[str, Any]] = [

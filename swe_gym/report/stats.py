@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from swe_gym.report.model import Episode, Run
+from swe_gym.report.model import EpisodeRecord, Run
 
 _LONG_HEX = re.compile(r"\b[0-9a-f]{12,}\b")
 
@@ -28,10 +28,10 @@ class Group:
         return self.success / self.graded if self.graded else 0.0
 
 
-def groups(episodes: Iterable[Episode], key: Callable[[Episode], str]) -> list[Group]:
+def groups(episodes: Iterable[EpisodeRecord], key: Callable[[EpisodeRecord], str]) -> list[Group]:
     """One `Group` per key, the largest first (then by name). The rate's denominator is the graded
     episodes: masked, errored, skipped and unfinished ones are no verdict, so they are not a 0."""
-    by: dict[str, list[Episode]] = {}
+    by: dict[str, list[EpisodeRecord]] = {}
     for episode in episodes:
         by.setdefault(key(episode), []).append(episode)
     found = [
@@ -47,7 +47,7 @@ def groups(episodes: Iterable[Episode], key: Callable[[Episode], str]) -> list[G
     return sorted(found, key=lambda g: (-g.total, g.label))
 
 
-def outcomes(episodes: Iterable[Episode]) -> Counter[str]:
+def outcomes(episodes: Iterable[EpisodeRecord]) -> Counter[str]:
     return Counter(e.status for e in episodes)
 
 
