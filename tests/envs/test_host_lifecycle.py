@@ -197,7 +197,7 @@ def test_no_image_named_is_the_callers_mistake_and_raises(
         driver.act("ls")
 
 
-@pytest.mark.parametrize("front_end", ["SWEEnv", "SWEVectorEnv", "NeMo RL"])
+@pytest.mark.parametrize("front_end", list(FRONT_ENDS))
 def test_tool_calls_run(front_end: str, local: dict[str, Any], closed_after: list[Driver]) -> None:
     driver = FRONT_ENDS[front_end](**local, tools=["bash", "submit"])
     closed_after.append(driver)
@@ -207,7 +207,7 @@ def test_tool_calls_run(front_end: str, local: dict[str, Any], closed_after: lis
     assert driver.act("echo plain")[0] == "plain\n"  # a plain bash string still works
 
 
-@pytest.mark.parametrize("front_end", ["SWEEnv", "SWEVectorEnv"])
+@pytest.mark.parametrize("front_end", ["SWEEnv", "SWEVectorEnv", "RayVectorEnv"])
 def test_a_fork_carries_the_episode_files(front_end: str, local: dict[str, Any], closed_after: list[Driver]) -> None:
     driver = FRONT_ENDS[front_end](**local)
     closed_after.append(driver)
@@ -216,7 +216,7 @@ def test_a_fork_carries_the_episode_files(front_end: str, local: dict[str, Any],
     assert driver.fork_and_run("cat /tmp/mark") == "before-the-fork\n"
 
 
-@pytest.mark.parametrize("front_end", ["SWEEnv", "SWEVectorEnv", "NeMo RL"])
+@pytest.mark.parametrize("front_end", list(FRONT_ENDS))
 def test_close_from_another_thread_ends_a_running_step(front_end: str, local: dict[str, Any]) -> None:
     driver = FRONT_ENDS[front_end](**local)
     driver.start(GOOD.instance_id)
