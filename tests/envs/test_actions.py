@@ -15,13 +15,13 @@ from swe_gym.envs.actions import COMMAND_LANGUAGES, ActionFormatError, parse_act
 from swe_gym.envs.prompt import SUBMIT_MARKER, is_submission
 from swe_gym.envs.text import elide_middle
 from swe_gym.integrations import nemo_rl
-from swe_gym.policies import llm
+from swe_gym.policies.llm import policy as llm_policy
 from tests.conftest import provider_setup
 
 
 def test_every_front_end_uses_the_one_parser_and_error() -> None:
-    assert llm.parse_action is nemo_rl.parse_action is parse_action
-    assert llm.FormatError is nemo_rl.ActionFormatError is ActionFormatError
+    assert llm_policy.parse_action is nemo_rl.parse_action is parse_action
+    assert nemo_rl.ActionFormatError is ActionFormatError
 
 
 @pytest.mark.parametrize("language", sorted(COMMAND_LANGUAGES))

@@ -202,7 +202,8 @@ def _rollout(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (fake / "bwrap").write_text("#!/bin/sh\nexit 1\n")
     (fake / "bwrap").chmod(0o755)
     env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
-    command = [sys.executable, "-m", "swe_gym.cli.main", "rollout", "--out", str(tmp_path / "t.jsonl"), *args]
+    out = tmp_path / f"t{len(list(tmp_path.glob('t*.jsonl')))}.jsonl"  # a new file each run: rollout never appends
+    command = [sys.executable, "-m", "swe_gym.cli.main", "rollout", "--out", str(out), *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
 
 
