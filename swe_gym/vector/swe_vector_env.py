@@ -64,7 +64,11 @@ class SWEVectorEnv(BatchedSWEEnv):
             options["pool_size"] = max(1, num_envs // 4)
         config = host_config(tasks, provider, instance_ids, split, limit, options)
         self.host = EpisodeHost(config)
-        super().__init__(num_envs, config, self.host.tasks, autoreset_mode=autoreset_mode, render_mode=render_mode)
+        try:
+            super().__init__(num_envs, config, self.host.tasks, autoreset_mode=autoreset_mode, render_mode=render_mode)
+        except BaseException:  # e.g. num_envs=0: the pool the host started goes
+            self.host.close()
+            raise
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
 
     # -- Gymnasium vector API ------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import swe_gym  # noqa: F401 - registers the env
-from swe_gym.errors import SandboxError
+from swe_gym.errors import ConfigError, SandboxError
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec, SandboxStatus
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.pool import SandboxPool
@@ -169,6 +169,14 @@ def test_sandbox_killed_mid_episode_masks_that_sub_env_only(provider: str) -> No
         assert obs[0] == "a\n" and "<issue>" in obs[1] and obs[2] == "c\n"
     finally:
         env.close()
+    assert not any(leftover_sandboxes().values())
+
+
+@pytest.mark.parametrize("bad", [{"num_envs": 0}, {"render_mode": "human"}])
+def test_bad_arguments_are_config_errors_that_leave_no_sandbox(bad: dict[str, object]) -> None:
+    config, _ = provider_setup("local")
+    with pytest.raises(ConfigError):  # the warm pool started before the check must go with it
+        SWEVectorEnv(**{"num_envs": 4, "provider": config, "pool_size": 2, **bad})
     assert not any(leftover_sandboxes().values())
 
 
