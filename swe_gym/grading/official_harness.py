@@ -26,7 +26,7 @@ import shlex
 import time
 
 from swe_gym.errors import GradingError, SandboxError, TaskError
-from swe_gym.grading import changes, eval_plan
+from swe_gym.grading import changes, eval_plan, swebench_api
 from swe_gym.grading.eval_run import (
     EVAL_OUTPUT_BYTES,
     LOG_TAIL,
@@ -46,44 +46,58 @@ from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.tasks.model import SWETask
 
 
-def _swebench() -> tuple[list[str], object]:
-    from swe_gym.grading.swebench_toolkit import swebench_module
-
-    return list(swebench_module("run_evaluation").GIT_APPLY_CMDS), swebench_module("constants")
-
-
 def log_verdict(task: SWETask, log: str) -> tuple[dict[str, TestStatus], str | None]:
-    """(test statuses, why the log is not judged) by ``get_logs_eval``'s rules."""
-    _, constants = _swebench()
+    """(test statuses, why the log is not judged) by the installed swebench's ``get_logs_eval`` rules.
+
+    Both lines refuse a log with a failure code or without both markers; 5.x also one whose suite shows no sign
+    of having run, or whose recorded test exit status contradicts a log without failures, which its own
+    ``get_logs_eval`` checks here (`swebench_api.logs_eval`).
+    """
+    constants = swebench_api.harness("constants")
     bad = [
         code
-        for code in (constants.APPLY_PATCH_FAIL, constants.RESET_FAILED, constants.TESTS_ERROR, constants.TESTS_TIMEOUT)  # type: ignore[attr-defined]
+        for code in (constants.APPLY_PATCH_FAIL, constants.RESET_FAILED, constants.TESTS_ERROR, constants.TESTS_TIMEOUT)
         if code in log
     ]
     if bad:
         return {}, f"the log holds {bad[0]!r} (swebench: not resolved)"
-    start, end = constants.START_TEST_OUTPUT, constants.END_TEST_OUTPUT  # type: ignore[attr-defined]
+    start, end = constants.START_TEST_OUTPUT, constants.END_TEST_OUTPUT
     if start not in log or end not in log:
         return {}, "the log lacks the test output markers (swebench: not resolved)"
     section = log.split(start)[1].split(end)[0]
     if task.eval.toolkit == "swebench":
         from swe_gym.grading import swebench_toolkit
 
-        return swebench_toolkit.parse_section(task, section) or swebench_toolkit.parse_section(task, log), None
+        status = swebench_toolkit.parse_section(task, section) or swebench_toolkit.parse_section(task, log)
+        native = swebench_api.logs_eval(swebench_toolkit.test_spec(task), log)
+        if native is not None and not native[1]:
+            return {}, "swebench's get_logs_eval accepts no test results from this log (swebench: not resolved)"
+        return status, None
     parser = get_parser(task.eval.log_parser or "pytest")
     return parser(section) or parser(log), None
 
 
 async def _apply(sandbox: AsyncSandbox, task: SWETask, patch: str) -> tuple[str | None, str]:
-    commands, _ = _swebench()
+    """``GIT_APPLY_CMDS`` in order, the first that exits 0 wins; where swebench resets the tree before each later
+    attempt (5.x) so does this, and 5.x's last check (the patch is in already: ``git apply --check --reverse``)."""
     path = f"{SCRATCH}/patch.diff"
+    workdir = shlex.quote(task.workdir)
     await sandbox.write_file(path, patch.encode("utf-8", errors="surrogateescape"))
+    resets = swebench_api.resets_between_applies()
     attempts = []
-    for command in commands:
-        result = await sandbox.exec(f"cd {shlex.quote(task.workdir)} && {command} {path}", timeout=300)
+    for index, command in enumerate(swebench_api.apply_commands()):
+        if index and resets:
+            await sandbox.exec(f"cd {workdir} && git checkout -- . ; git clean -fd", timeout=300)
+        result = await sandbox.exec(f"cd {workdir} && {command} {path}", timeout=300)
         attempts.append(f"$ {command} -> exit {result.exit_code}\n{result.output}")
         if result.exit_code == 0:
             return command, "\n".join(attempts)
+    if resets:
+        check = "git apply --check --reverse"
+        result = await sandbox.exec(f"cd {workdir} && {check} {path}", timeout=300)
+        attempts.append(f"$ {check} -> exit {result.exit_code}\n{result.output}")
+        if result.exit_code == 0:
+            return check, "\n".join(attempts)
     return None, "\n".join(attempts)
 
 
@@ -112,7 +126,10 @@ async def grade_official(
                 run.changed = await changes.changed_since_record(sandbox)
             run.timings["apply"] = round(time.perf_counter() - clock, 4)
             if run.empty or run.applied:
-                body, run.install = eval_plan.plan(build_eval_script(task, script), install_command(task), run.changed)
+                official = swebench_api.as_run(script) if script else None
+                body, run.install = eval_plan.plan(
+                    build_eval_script(task, official), install_command(task), run.changed
+                )
                 if task.test_patch.strip():
                     await sandbox.write_file(
                         f"{SCRATCH}/test.patch", task.test_patch.encode("utf-8", "surrogateescape")

@@ -1,87 +1,57 @@
-"""The ``swebench`` toolkit (4.x, imported lazily): eval script, log parsing, verdict of ``toolkit="swebench"`` tasks.
+"""The ``swebench`` toolkit (imported lazily): eval script, log parsing, verdict of ``toolkit="swebench"`` tasks.
 
-Each of the three jobs is swebench's own code, so a verdict here is the benchmark's verdict:
+Works with swebench 4.x and 5.x; what differs between them is read in `swe_gym.grading.swebench_api` alone.
 
-- eval script: ``make_eval_script_list`` with the repo's ``MAP_REPO_VERSION_TO_SPECS`` entry,
-  joined by ``TestSpec.eval_script`` (pre-built rows carry their own script, returned as is);
-- log parsing: the parser a row names, else ``MAP_REPO_TO_PARSER[repo]``, given the text between
-  the test-output markers and a ``TestSpec``, as ``get_logs_eval`` does;
-- verdict: ``get_eval_tests_report`` (fail-only for ``FAIL_ONLY_REPOS``) and ``get_resolution_status``.
+- eval script: a pre-built row's own (``eval_script``), as is. A classic row's (repo, version, test patch):
+  under 4.x swebench's ``make_eval_script_list`` with the repo/version entry of ``MAP_REPO_VERSION_TO_SPECS``
+  (joined by ``TestSpec.eval_script``); under 5.x, which has no such tables, ours
+  (`swe_gym.grading.swebench_classic`: the repository's own runner over the test patch's files);
+- log parsing: the parser a row names (``parse_log_pytest``, ``pytest``, or a dotted path to either), else the
+  repo's (4.x ``MAP_REPO_TO_PARSER``; 5.x: the classic runner's), given the text between the test-output
+  markers and a ``TestSpec``, as ``get_logs_eval`` does;
+- verdict: ``get_eval_tests_report`` (fail-only for ``FAIL_ONLY_REPOS`` or a row's ``eval_type``) and
+  ``get_resolution_status``, the same in both lines.
 
-Why not ``make_test_spec``: it also builds the environment-image script, which downloads
+Why not 4.x's ``make_test_spec``: it also builds the environment-image script, which downloads
 requirements.txt / environment.yml from GitHub for nine repos (django, sympy, matplotlib, flask,
 xarray, pylint, pyvista, sqlfluff, dbt-core), so it fails offline. Grading runs in an image that
-already has the environment and needs only the eval script, which is derived offline for every repo.
-
-Why 4.x: swebench 5.x dropped the per-repo spec tables, so it cannot derive a classic row's
-eval script at all; 4.x grades both classic rows and pre-built ones (``eval_script`` + ``log_parser``).
+already has the environment and needs only the eval script.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib
-import inspect
-import pkgutil
 import threading
-from collections.abc import Callable, Iterator
-from importlib import metadata
-from types import ModuleType
+from collections.abc import Iterator
 from typing import Any
 
 from swe_gym.errors import GradingError, TaskError
+from swe_gym.grading import swebench_api, swebench_classic
 from swe_gym.grading.parsers import TestStatus
 from swe_gym.grading.report import TestGroup
 from swe_gym.tasks.model import SWETask
 
-SUPPORTED = ">=4.1,<5"
-_INSTALL = "pip install 'swe_gym[swebench]'"
-#: The conda env and repo directory SWE-bench images are built with (``make_test_spec``'s values).
-_ENV_NAME = "testbed"
-
-RawParser = Callable[[str, Any], dict[str, str]]
-
-
-@functools.cache
-def swebench_module(name: str) -> ModuleType:
-    """``swebench.harness.<name>``, or a `GradingError` saying how to get a usable swebench."""
-    try:
-        version = metadata.version("swebench")
-    except metadata.PackageNotFoundError:
-        raise GradingError(f"official SWE-bench grading needs the swebench package: {_INSTALL}") from None
-    if not version.startswith("4."):
-        raise GradingError(
-            f"swebench {version} is installed, but swe_gym grades with swebench{SUPPORTED} (5.x dropped the "
-            f"per-repo specs that derive eval scripts): {_INSTALL}"
-        )
-    return importlib.import_module(f"swebench.harness.{name}")
-
-
-def _row_spec(task: SWETask) -> tuple[str, dict[str, Any]] | None:
-    """A row that carries its own spec (SWE-rebench's ``install_config``, in swebench's format), under a
-    version key of its own (a row's spec must never stand for the official one of a repo/version)."""
-    config = task.metadata.get("install_config")
-    if not (isinstance(config, dict) and config.get("test_cmd")):
-        return None
-    return f"{task.metadata.get('version', '')}+row:{task.instance_id}", config
-
-
 _TABLES = threading.Lock()
 
 
+def _own_spec(task: SWETask) -> tuple[str, dict[str, Any]] | None:
+    """A row's own spec under a version key of its own (a row's spec must never stand for a repo/version's)."""
+    config = swebench_classic.row_spec(task)
+    return None if config is None else (f"{task.metadata.get('version', '')}+row:{task.instance_id}", config)
+
+
 @contextlib.contextmanager
-def _with_row_spec(task: SWETask, own: tuple[str, dict[str, Any]] | None) -> Iterator[None]:
-    """swebench's script builders read its module tables, so a row's own spec is in them only while they run
+def _with_row_spec(task: SWETask, tables: dict[str, Any], own: tuple[str, dict[str, Any]] | None) -> Iterator[None]:
+    """4.x's script builders read its module tables, so a row's own spec is in them only while they run
     (and swebench's tables are as shipped before and after, whatever ran meanwhile)."""
     if own is None:
         yield
         return
-    constants = swebench_module("constants")
     key, config = own
-    specs = {task.repo: {**constants.MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}), key: config}}
-    ext = {task.repo: constants.MAP_REPO_TO_EXT.get(task.repo, "py")}  # SWE-rebench's repositories are Python
-    with _TABLES, _entries(constants.MAP_REPO_VERSION_TO_SPECS, specs), _entries(constants.MAP_REPO_TO_EXT, ext):
+    ext_table = swebench_api.repo_ext_table()
+    specs = {task.repo: {**tables.get(task.repo, {}), key: config}}
+    ext = {task.repo: ext_table.get(task.repo, "py")}  # SWE-rebench's repositories are Python
+    with _TABLES, _entries(tables, specs), _entries(ext_table, ext):
         yield
 
 
@@ -101,11 +71,10 @@ def _entries(table: dict[str, Any], entries: dict[str, Any]) -> Iterator[None]:
                 table[key] = value
 
 
-def _specs(task: SWETask) -> dict[str, Any]:
-    """The repo/version entry of ``MAP_REPO_VERSION_TO_SPECS``; a row swebench does not know is the row's fault."""
+def _specs(task: SWETask, tables: dict[str, Any]) -> dict[str, Any]:
+    """The repo/version entry of 4.x's tables; a row swebench does not know is the row's fault."""
     version = task.metadata.get("version")
-    specs = swebench_module("constants").MAP_REPO_VERSION_TO_SPECS
-    spec = specs.get(task.repo, {}).get(str(version))
+    spec = tables.get(task.repo, {}).get(str(version))
     if spec is None or "test_cmd" not in spec:  # dbt-labs/dbt-core's specs have no test command
         raise TaskError(
             f"{task.instance_id}: swebench has no test spec for repo {task.repo!r} version {version!r}, so no eval "
@@ -114,35 +83,41 @@ def _specs(task: SWETask) -> dict[str, Any]:
     return spec
 
 
-def _test_spec(task: SWETask, eval_script_list: list[str] | None = None) -> Any:
-    """swebench's ``TestSpec`` for ``task``, built without the env script (which would need GitHub)."""
-    constants = swebench_module("constants")
-    return swebench_module("test_spec.test_spec").TestSpec(
+def _eval_type(task: SWETask) -> str:
+    """``fail_only`` for ``FAIL_ONLY_REPOS`` and rows whose ``eval_type`` says so, else ``pass_and_fail``."""
+    constants = swebench_api.harness("constants")
+    fail_only = task.repo in constants.FAIL_ONLY_REPOS or task.metadata.get("eval_type") == "fail_only"
+    return "fail_only" if fail_only else "pass_and_fail"
+
+
+def test_spec(task: SWETask, eval_script_list: list[str] | None = None) -> Any:
+    """The installed swebench's ``TestSpec`` for ``task`` (what its parsers and ``get_logs_eval`` take)."""
+    return swebench_api.test_spec(
         instance_id=task.instance_id,
         repo=task.repo,
         version=str(task.metadata.get("version", "")),
-        repo_script_list=[],
+        fail_to_pass=list(task.fail_to_pass),
+        pass_to_pass=list(task.pass_to_pass),
         eval_script_list=eval_script_list or [],
-        env_script_list=[],
-        arch="x86_64",
-        FAIL_TO_PASS=list(task.fail_to_pass),
-        PASS_TO_PASS=list(task.pass_to_pass),
-        language=constants.MAP_REPO_TO_EXT.get(task.repo, "py"),
-        docker_specs={},
-        namespace=None,
+        image=task.image or "",
+        log_parser=_resolve_parser_name(task),
+        eval_type=_eval_type(task),
     )
 
 
 def eval_script(task: SWETask) -> str:
-    """The row's own eval script, else the official one derived offline from repo, version and test patch.
+    """The row's own eval script, else a classic row's, derived offline from repo, version and test patch.
 
     It runs in the task's SWE-bench image (conda at /opt/miniconda3, repo at the workdir) and marks the
     test output with ``set -x`` traces on stderr, so it must run with stdout and stderr merged.
     """
     if task.eval.eval_script:
         return task.eval.eval_script
-    own = _row_spec(task)
-    version, specs = own if own else (str(task.metadata.get("version")), _specs(task))
+    tables = swebench_api.spec_tables()
+    if tables is None:
+        return swebench_classic.eval_script(task)
+    own = _own_spec(task)
+    version, specs = own if own else (str(task.metadata.get("version")), _specs(task, tables))
     if not task.base_commit or not task.test_patch.strip():
         raise TaskError(f"{task.instance_id}: deriving the swebench eval script needs base_commit and test_patch")
     instance = {
@@ -155,61 +130,64 @@ def eval_script(task: SWETask) -> str:
         "FAIL_TO_PASS": list(task.fail_to_pass),
         "PASS_TO_PASS": list(task.pass_to_pass),
     }
-    with _with_row_spec(task, own):
-        lines = swebench_module("test_spec.create_scripts").make_eval_script_list(
-            instance, specs, _ENV_NAME, task.workdir, task.base_commit, task.test_patch
-        )
-    return _test_spec(task, lines).eval_script
+    with _with_row_spec(task, tables, own):
+        lines = swebench_api.make_eval_script_list(instance, specs, swebench_classic.ENV_NAME, task.workdir)
+    return test_spec(task, lines).eval_script
 
 
 def install_command(task: SWETask) -> str | None:
     """The reinstall line the eval script runs (its spec's ``install``), when swebench or the row says it."""
-    own = _row_spec(task)
+    own = swebench_classic.row_spec(task)
     if own:
-        return own[1].get("install")
+        return own.get("install")
     if task.eval.eval_script:
         return None
+    tables = swebench_api.spec_tables()
+    if tables is None:
+        return swebench_classic.install_command(task)
     try:
-        return _specs(task).get("install")
+        return _specs(task, tables).get("install")
     except TaskError:
         return None
 
 
-@functools.cache
-def _parsers_by_name() -> dict[str, RawParser]:
-    """Every parser function in ``swebench.harness.log_parsers``, by its name (the names 5.x's registry uses)."""
-    package = swebench_module("log_parsers")
-    found: dict[str, RawParser] = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        for name, value in vars(module).items():
-            if name.startswith("parse_") and inspect.isfunction(value):
-                found[name] = value
-    return found
+def _resolve_parser_name(task: SWETask) -> str:
+    """The name of the parser `_parser` picks (5.x's ``TestSpec`` carries it)."""
+    named = task.eval.log_parser or _config_parser(task)
+    if named is None:
+        return swebench_classic.log_parser(task)
+    known = swebench_api.parsers_by_name()
+    short = named.rsplit(".", 1)[-1]
+    return next((c for c in (short, f"parse_log_{short}") if c in known), named)
 
 
-def _parser(task: SWETask) -> RawParser:
+def _config_parser(task: SWETask) -> str | None:
+    config = task.metadata.get("install_config")
+    return str(config["log_parser"]) if isinstance(config, dict) and config.get("log_parser") else None
+
+
+def _parser(task: SWETask) -> swebench_api.RawParser:
     """The parser the row names (``parse_log_pytest``, ``pytest``, or a dotted path to either), else the repo's.
 
-    SWE-rebench rows name theirs in ``install_config["log_parser"]``.
+    SWE-rebench rows name theirs in ``install_config["log_parser"]``. The repo's is 4.x's ``MAP_REPO_TO_PARSER``
+    entry; 5.x has no such map, so there a classic row gets its repository runner's parser.
     """
-    config = task.metadata.get("install_config")
-    name = task.eval.log_parser or (config.get("log_parser") if isinstance(config, dict) else None)
-    if name is None:
-        parser = swebench_module("log_parsers").MAP_REPO_TO_PARSER.get(task.repo)
-        if parser is None:
+    known = swebench_api.parsers_by_name()
+    if task.eval.log_parser is None and _config_parser(task) is None:
+        parser = swebench_api.repo_parser(task.repo)
+        if parser is not None:
+            return parser
+        if swebench_api.spec_tables() is not None:
             raise TaskError(
                 f"{task.instance_id}: swebench has no log parser for repo {task.repo!r}; set the row's log_parser"
             )
-        return parser
-    known = _parsers_by_name()
-    short = name.rsplit(".", 1)[-1]
-    for candidate in (short, f"parse_log_{short}"):
-        if candidate in known:
-            return known[candidate]
-    raise TaskError(
-        f"{task.instance_id}: log parser {name!r} is not in the installed swebench; known: {', '.join(sorted(known))}"
-    )
+    name = _resolve_parser_name(task)
+    if name not in known:
+        raise TaskError(
+            f"{task.instance_id}: log parser {name!r} is not in the installed swebench; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    return known[name]
 
 
 def parse_log(task: SWETask, log: str) -> dict[str, TestStatus]:
@@ -220,12 +198,12 @@ def parse_log(task: SWETask, log: str) -> dict[str, TestStatus]:
     applied; this returns ``{}`` then, which the caller must treat as unresolved (fail-only repos
     count absent tests as passing).
     """
-    constants = swebench_module("constants")
+    constants = swebench_api.harness("constants")
     parser = _parser(task)
     if constants.START_TEST_OUTPUT not in log or constants.END_TEST_OUTPUT not in log:
         return {}
     section = log.split(constants.START_TEST_OUTPUT)[1].split(constants.END_TEST_OUTPUT)[0]
-    return _statuses(task, parser(section, _test_spec(task)) or parser(log, _test_spec(task)))
+    return _statuses(task, parser(section, test_spec(task)) or parser(log, test_spec(task)))
 
 
 def parse_section(task: SWETask, section: str) -> dict[str, TestStatus]:
@@ -235,7 +213,7 @@ def parse_section(task: SWETask, section: str) -> dict[str, TestStatus]:
     stderr through one pipe, in order, so results outside the section were printed by something
     else (e.g. the patch's code while the package was installed).
     """
-    return _statuses(task, _parser(task)(section, _test_spec(task)))
+    return _statuses(task, _parser(task)(section, test_spec(task)))
 
 
 def _statuses(task: SWETask, raw: dict[str, str]) -> dict[str, TestStatus]:
@@ -251,10 +229,9 @@ def judge(task: SWETask, status: dict[str, TestStatus]) -> tuple[bool, TestGroup
     Fail-only repos (``FAIL_ONLY_REPOS``, or a row whose ``eval_type`` says so) count a test as
     failing only when the log says FAILED.
     """
-    constants = swebench_module("constants")
-    grading = swebench_module("grading")
-    fail_only = task.repo in constants.FAIL_ONLY_REPOS or task.metadata.get("eval_type") == "fail_only"
-    eval_type = constants.EvalType.FAIL_ONLY if fail_only else constants.EvalType.PASS_AND_FAIL
+    constants = swebench_api.harness("constants")
+    grading = swebench_api.harness("grading")
+    eval_type = constants.EvalType(_eval_type(task))
     gold = {constants.FAIL_TO_PASS: list(task.fail_to_pass), constants.PASS_TO_PASS: list(task.pass_to_pass)}
     report = grading.get_eval_tests_report(
         {test: str(value) for test, value in status.items()}, gold, eval_type=eval_type

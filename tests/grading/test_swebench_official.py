@@ -6,10 +6,12 @@ traces of swebench's markers as a merged stdout+stderr capture shows them.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import socket
 import subprocess
 import sys
-from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +27,16 @@ if not IN_CI:  # the dev extra installs swebench; CI must never skip these
 
 from swebench.harness.constants import FAIL_TO_PASS, PASS_TO_PASS, EvalType
 from swebench.harness.grading import get_eval_tests_report
-from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
+
+from swe_gym.grading import swebench_api
+
+#: 4.x derives classic rows' scripts from its spec tables; 5.x has none (`swe_gym.grading.swebench_classic`).
+TABLES = swebench_api.spec_tables()
+LINE = "4.x" if TABLES is not None else "5.x"
+#: The other line runs this file too (`test_the_other_swebench_line_passes_this_file`); a test for one line only
+#: skips in the other's run, never in both.
+only_4x = pytest.mark.skipif(TABLES is None, reason="swebench 4.x only (its spec tables); the 4.x run covers it")
+only_5x = pytest.mark.skipif(TABLES is not None, reason="swebench 5.x only; the 5.x run covers it")
 
 P, F, E, S = TestStatus.PASSED, TestStatus.FAILED, TestStatus.ERROR, TestStatus.SKIPPED
 
@@ -177,6 +188,16 @@ FAIL
 FAIL\tgithub.com/gin-gonic/gin\t0.015s
 """
 
+#: Each repository's parser in swebench 4.x's ``MAP_REPO_TO_PARSER``, by name.
+PARSERS = {
+    "psf/requests": "parse_log_pytest_options",
+    "astropy/astropy": "parse_log_pytest_v2",
+    "django/django": "parse_log_django",
+    "sympy/sympy": "parse_log_sympy",
+    "matplotlib/matplotlib": "parse_log_matplotlib",
+    "gin-gonic/gin": "parse_log_gotest",
+}
+
 CASES = {
     "psf/requests": (
         PYTEST_REQUESTS,
@@ -232,13 +253,33 @@ CASES = {
 
 
 @pytest.mark.parametrize("repo", list(CASES))
-def test_parse_log_is_the_repos_official_parser(repo: str) -> None:
+def test_parse_log_is_swebenchs_parser_the_row_names(repo: str) -> None:
     output, expected = CASES[repo]
-    t = task(repo)
+    if LINE == "5.x" and repo == "astropy/astropy":  # 5.x's pytest_v2 no longer takes "SKIPPED [1] f:l" for a test
+        expected = {test: status for test, status in expected.items() if test != "[1]"}
+    t = task(repo, log_parser=PARSERS[repo])
     got = swebench_toolkit.parse_log(t, traced(output))
     assert got == expected
-    direct = MAP_REPO_TO_PARSER[repo](output, swebench_toolkit._test_spec(t))
-    assert got == direct
+    assert got == swebench_api.parsers_by_name()[PARSERS[repo]](output, swebench_toolkit.test_spec(t))
+
+
+@only_4x
+@pytest.mark.parametrize("repo", list(CASES))
+def test_a_classic_row_gets_the_repos_parser_under_4x(repo: str) -> None:
+    from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
+
+    output, expected = CASES[repo]
+    assert MAP_REPO_TO_PARSER[repo].__name__ == PARSERS[repo]
+    assert swebench_toolkit.parse_log(task(repo), traced(output)) == expected
+
+
+@only_5x
+@pytest.mark.parametrize(("repo", "parser"), [("django/django", "django"), ("sympy/sympy", "sympy"), ("x/y", "pytest")])
+def test_a_classic_row_gets_its_runners_parser_under_5x(repo: str, parser: str) -> None:
+    """5.x has no repo -> parser map: Django's and sympy's runners have their parsers, the rest run pytest."""
+    output = {"django": DJANGO, "sympy": SYMPY, "pytest": MATPLOTLIB}[parser]
+    expected = swebench_api.parsers_by_name()[f"parse_log_{parser}"](output, None)
+    assert expected and swebench_toolkit.parse_log(task(repo), traced(output)) == expected
 
 
 @pytest.mark.parametrize("name", ["parse_log_pytest_options", "pytest_options", "parse_log_requests", "requests"])
@@ -254,21 +295,17 @@ def test_swe_rebench_rows_name_their_parser_in_install_config() -> None:
     assert swebench_toolkit.parse_log(t, traced(PYTEST_REQUESTS)) == CASES["psf/requests"][1]
 
 
-def test_a_rows_own_spec_never_stays_in_swebenchs_tables() -> None:
-    """The row's install_config drives its eval script, and swebench's module tables are as shipped after."""
-    from swebench.harness.constants import MAP_REPO_TO_EXT, MAP_REPO_VERSION_TO_SPECS
-
-    before = (repr(MAP_REPO_VERSION_TO_SPECS), repr(MAP_REPO_TO_EXT))
-    config = {"test_cmd": "pytest -rA --rebench-row", "install": "pip install -e ."}
+def test_a_rows_own_spec_drives_its_script_and_never_stays_in_swebenchs_tables() -> None:
+    """The row's install_config drives its eval script (both lines), and 4.x's module tables are as shipped after."""
+    before = repr(TABLES)
+    config = {"test_cmd": "pytest -rA --rebench-row", "install": "pip install -e .", "eval_commands": ["export X=1"]}
     patch = "diff --git a/tests/test_x.py b/tests/test_x.py\n--- a/tests/test_x.py\n+++ b/tests/test_x.py\n"
     patch += "@@ -0,0 +1 @@\n+x\n"
     t = task("someorg/unknown-lib", version="0.1", install_config=config, test_patch=patch)
     script = swebench_toolkit.eval_script(t)
-    assert (
-        "pytest -rA --rebench-row tests/test_x.py" in script
-        and swebench_toolkit.install_command(t) == "pip install -e ."
-    )
-    assert (repr(MAP_REPO_VERSION_TO_SPECS), repr(MAP_REPO_TO_EXT)) == before
+    assert "pytest -rA --rebench-row tests/test_x.py" in script and "export X=1\n" in script
+    assert "\npip install -e .\n" in script and swebench_toolkit.install_command(t) == "pip install -e ."
+    assert repr(TABLES) == before
 
 
 def test_a_row_parser_overrides_the_repos() -> None:
@@ -280,7 +317,7 @@ def test_a_row_parser_overrides_the_repos() -> None:
 
 
 def test_parse_log_without_markers_is_empty_and_falls_back_to_the_whole_log() -> None:
-    t = task("psf/requests")
+    t = task("psf/requests", log_parser=PARSERS["psf/requests"])
     assert swebench_toolkit.parse_log(t, PYTEST_REQUESTS) == {}  # the tests never ran: swebench reads nothing
     # results printed outside the markers (stdout/stderr interleaving) are still found, as swebench does
     moved = f"{PYTEST_REQUESTS}+ : '>>>>> Start Test Output'\n+ : '>>>>> End Test Output'\n"
@@ -290,6 +327,10 @@ def test_parse_log_without_markers_is_empty_and_falls_back_to_the_whole_log() ->
 def test_unknown_parser_names_are_the_rows_fault() -> None:
     with pytest.raises(TaskError, match="parse_log_nonesuch"):
         swebench_toolkit.parse_log(task("x/y", log_parser="parse_log_nonesuch"), traced(""))
+
+
+@only_4x
+def test_a_repo_without_a_parser_is_the_rows_fault_under_4x() -> None:
     with pytest.raises(TaskError, match="no log parser for repo 'x/y'"):
         swebench_toolkit.parse_log(task("x/y"), traced(""))
 
@@ -313,11 +354,13 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
 
 
+#: (repo, version, test file, the test command 4.x's spec derives, the one 5.x's classic derivation runs).
 CLASSIC = [
     (
         "django/django",
         "4.0",
         "tests/admin_views/tests.py",
+        "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 admin_views.tests",
         "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 admin_views.tests",
     ),
     (
@@ -326,12 +369,14 @@ CLASSIC = [
         "sympy/core/tests/test_basic.py",
         "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose "
         "sympy/core/tests/test_basic.py",
+        "bin/test -C --verbose sympy/core/tests/test_basic.py",
     ),
-    ("psf/requests", "2.0", "test_requests.py", "pytest -rA test_requests.py"),
+    ("psf/requests", "2.0", "test_requests.py", "pytest -rA test_requests.py", "pytest -rA test_requests.py"),
     (
         "astropy/astropy",
         "5.0",
         "astropy/io/fits/tests/test_header.py",
+        "pytest -rA astropy/io/fits/tests/test_header.py",
         "pytest -rA astropy/io/fits/tests/test_header.py",
     ),
     (
@@ -339,28 +384,39 @@ CLASSIC = [
         "3.5",
         "lib/matplotlib/tests/test_axes.py",
         "pytest -rA lib/matplotlib/tests/test_axes.py",
+        "pytest -rA lib/matplotlib/tests/test_axes.py",
     ),
 ]
 
 
-@pytest.mark.parametrize(("repo", "version", "path", "command"), CLASSIC)
+@pytest.mark.parametrize(("repo", "version", "path", "command4", "command5"), CLASSIC)
 @pytest.mark.usefixtures("no_network")
-def test_classic_rows_derive_the_official_eval_script_offline(repo: str, version: str, path: str, command: str) -> None:
+def test_classic_rows_derive_an_eval_script_offline(
+    repo: str, version: str, path: str, command4: str, command5: str
+) -> None:
     t = task(repo, version=version, test_patch=patch_for(path))
     script = swebench_toolkit.eval_script(t)
     assert script.startswith("#!/bin/bash\nset -uxo pipefail\n")  # -x prints the markers
     assert "source /opt/miniconda3/bin/activate\nconda activate testbed\ncd /testbed\n" in script
     assert f"git checkout {t.base_commit} {path}\n" in script
-    assert f"git apply -v - <<'EOF_114329324912'\n{t.test_patch}\nEOF_114329324912\n" in script
+    assert "git apply -v - <<'" in script and f"\n{t.test_patch}" in script
+    command = command4 if TABLES is not None else command5
     assert f": '>>>>> Start Test Output'\n{command}\n: '>>>>> End Test Output'\n" in script
 
 
+@only_5x
+def test_5x_classic_rows_of_any_repo_run_pytest_and_name_no_reinstall() -> None:
+    t = task("someorg/unknown-lib", test_patch=patch_for("tests/test_x.py") + patch_for("tests/data.json"))
+    script = swebench_toolkit.eval_script(t)
+    assert "\npytest -rA tests/test_x.py\n" in script and f"{t.base_commit} tests/test_x.py tests/data.json\n" in script
+    assert swebench_toolkit.install_command(t) is None
+
+
+@only_4x
 @pytest.mark.usefixtures("no_network")
 def test_every_repo_that_swebench_can_test_derives_offline() -> None:
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
-
     derived = 0
-    for repo, versions in MAP_REPO_VERSION_TO_SPECS.items():
+    for repo, versions in (TABLES or {}).items():
         for version, specs in versions.items():
             if "test_cmd" not in specs:
                 continue  # dbt-labs/dbt-core: swebench has no test command
@@ -376,6 +432,7 @@ def test_a_prebuilt_rows_eval_script_is_returned_as_is() -> None:
     assert swebench_toolkit.eval_script(task("someorg/unknown-lib", version=None, eval_script=script)) == script
 
 
+@only_4x
 @pytest.mark.parametrize(
     ("repo", "version"),
     [("someorg/unknown-lib", "1.0"), ("django/django", "0.1"), ("dbt-labs/dbt-core", "1.0"), ("django/django", None)],
@@ -440,30 +497,20 @@ def test_fail_only_repos_fail_a_test_only_when_the_log_says_failed(repo: str, fi
 # --- installation ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def fresh_imports() -> Any:
-    swebench_toolkit.swebench_module.cache_clear()
-    yield
-    swebench_toolkit.swebench_module.cache_clear()
-
-
-@pytest.mark.usefixtures("fresh_imports")
 def test_missing_swebench_is_a_clear_grading_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def absent(name: str) -> str:
-        raise metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(swebench_toolkit.metadata, "version", absent)
-    with pytest.raises(GradingError, match=r"pip install 'swe_gym\[swebench\]'"):
-        swebench_toolkit.judge(task("psf/requests"), {})
-    # a pre-built row's own script needs no swebench
-    assert swebench_toolkit.eval_script(task("x/y", eval_script="true")) == "true"
-
-
-@pytest.mark.usefixtures("fresh_imports")
-def test_swebench_5_is_refused_with_the_supported_range(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(swebench_toolkit.metadata, "version", lambda name: "5.0.2")
-    with pytest.raises(GradingError, match=r"swebench 5\.0\.2 .*swebench>=4\.1,<5"):
-        swebench_toolkit.parse_log(task("psf/requests"), "")
+    real = swebench_api.importlib.util.find_spec
+    monkeypatch.setattr(swebench_api.harness, "cache_clear", swebench_api.harness.cache_clear)
+    swebench_api.harness.cache_clear()
+    monkeypatch.setattr(
+        swebench_api.importlib.util, "find_spec", lambda name, *a: None if name == "swebench" else real(name, *a)
+    )
+    try:
+        with pytest.raises(GradingError, match=r"pip install 'swe_gym\[swebench\]'"):
+            swebench_toolkit.judge(task("psf/requests"), {})
+        # a pre-built row's own script needs no swebench
+        assert swebench_toolkit.eval_script(task("x/y", eval_script="true")) == "true"
+    finally:
+        swebench_api.harness.cache_clear()
 
 
 def test_importing_swe_gym_does_not_import_swebench() -> None:
@@ -472,3 +519,42 @@ def test_importing_swe_gym_does_not_import_swebench() -> None:
         "assert not [m for m in sys.modules if m.split('.')[0] == 'swebench'], 'swebench imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+OTHER = {"4.x": "5.0.2", "5.x": "4.1.0"}[LINE]
+NESTED = "SWE_GYM_SWEBENCH_OTHER_LINE"
+
+
+@pytest.mark.skipif(bool(os.environ.get(NESTED)), reason="this is the other line's run of this file")
+def test_the_other_swebench_line_passes_this_file() -> None:
+    """swe_gym[swebench] takes 4.x and 5.x: this file runs again with the other line ahead on the path.
+
+    That swebench is installed once per machine (``pip install --target``, no dependencies: both lines need the
+    same ones) under /var/tmp and reused.
+    """
+    target = Path(f"/var/tmp/swe_gym-swebench-{OTHER}")
+    with open(f"{target}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / "swebench").is_dir():
+            pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target)]
+            done = subprocess.run([*pip, f"swebench=={OTHER}"], capture_output=True, text=True)
+            if done.returncode and not IN_CI:
+                pytest.skip(f"swebench {OTHER} could not be installed (no package index?): {done.stderr[-300:]}")
+            assert done.returncode == 0, done.stderr
+    env = {
+        **os.environ,
+        NESTED: "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH")])),
+    }
+    probe = "from importlib import metadata; print(metadata.version('swebench'))"
+    assert (
+        subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout.strip() == OTHER
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[2],
+    )
+    assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-3000:]

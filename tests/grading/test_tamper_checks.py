@@ -68,9 +68,9 @@ def test_one_reading_of_the_log_a_hidden_status_line_is_counted_and_flagged(lead
 
 
 def test_late_results_after_a_django_runner_summary_are_flagged() -> None:
-    from swe_gym.grading.swebench_toolkit import _parsers_by_name
+    from swe_gym.grading.swebench_api import parsers_by_name
 
-    django = _parsers_by_name()["parse_log_django"]
+    django = parsers_by_name()["parse_log_django"]
     honest = "test_a (m.T) ... FAIL\n\n----------------------------------------------------------------------\n"
     honest += "Ran 1 test in 0.001s\n\nFAILED (failures=1)\n"
     parse = lambda text: django(text, None)  # noqa: E731
