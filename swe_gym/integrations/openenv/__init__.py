@@ -8,7 +8,8 @@ One module per job:
   (one per session, its episodes at the session's id);
 - ``sessions``: `SessionServer`, OpenEnv's ``HTTPEnvServer`` plus the idle rule and shutdown;
 - ``auth``: the token (`TokenAuth`, `client_url`);
-- ``app``: `create_app`, the FastAPI app (``swe-gym serve`` runs it with uvicorn).
+- ``app``: `create_app`, the FastAPI app (``swe-gym serve`` runs it with uvicorn);
+- ``launch``: `ServedEnv`, ``swe-gym serve`` in a child process (for scripts, tests and benchmarks).
 
 >>> from openenv.core import GenericEnvClient            # doctest: +SKIP
 >>> with GenericEnvClient(base_url=client_url("http://127.0.0.1:8000", token)).sync() as env:
@@ -22,6 +23,7 @@ One module per job:
 from swe_gym.integrations.openenv.app import create_app
 from swe_gym.integrations.openenv.auth import TokenAuth, client_url
 from swe_gym.integrations.openenv.environment import SessionClosedError, SWEGymOpenEnv
+from swe_gym.integrations.openenv.launch import ServedEnv
 from swe_gym.integrations.openenv.models import SWEAction, SWEObservation, SWEState
 from swe_gym.integrations.openenv.sessions import SessionServer
 
@@ -30,6 +32,7 @@ __all__ = [
     "SWEGymOpenEnv",
     "SWEObservation",
     "SWEState",
+    "ServedEnv",
     "SessionClosedError",
     "SessionServer",
     "TokenAuth",

@@ -16,8 +16,32 @@ from openenv.core.env_server.types import ServerMode
 
 import swe_gym
 from swe_gym.envs.host import EpisodeHost
-from swe_gym.integrations.openenv.auth import TokenAuth
+from swe_gym.integrations.openenv.auth import ASGIApp, Receive, Scope, Send, TokenAuth
 from swe_gym.integrations.openenv.sessions import SessionServer
+
+
+class SessionBound:
+    """Refuse a session past the bound with a close frame saying why (code 1013, try again later).
+
+    OpenEnv's own refusal (still the authority when two connections race) sends an error message and closes,
+    which OpenEnv's client, sending its reset first, mostly never reads: it sees only a closed connection."""
+
+    def __init__(self, app: ASGIApp, server: SessionServer) -> None:
+        self.app, self.server = app, server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server = self.server
+        if (
+            scope["type"] != "websocket"
+            or scope["path"] != "/ws"
+            or server.active_sessions < server.max_concurrent_envs
+        ):
+            await self.app(scope, receive, send)
+            return
+        await receive()  # the handshake's websocket.connect
+        await send({"type": "websocket.accept"})
+        reason = f"server at capacity: {server.active_sessions}/{server.max_concurrent_envs} sessions; try again later"
+        await send({"type": "websocket.close", "code": 1013, "reason": reason})
 
 
 def create_app(host: EpisodeHost, *, token: str | None, max_sessions: int, idle_timeout_s: float | None) -> FastAPI:
@@ -39,6 +63,7 @@ def create_app(host: EpisodeHost, *, token: str | None, max_sessions: int, idle_
         }
 
     app.router.on_shutdown.append(server.shutdown)
+    app.add_middleware(SessionBound, server=server)
     if token is not None:
         app.add_middleware(TokenAuth, token=token)
     app.state.session_server = server

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import Field, model_validator
+from pydantic import Field
+
+from swe_gym.errors import ConfigError
 
 
 class SWEAction(Action):
@@ -23,15 +25,14 @@ class SWEAction(Action):
         default=None, description="a tool call: {name, arguments} or an OpenAI tool_calls entry"
     )
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> SWEAction:
-        if (self.command is None) == (self.tool_call is None):
-            raise ValueError("an action is exactly one of 'command' (a bash string) or 'tool_call'")
-        return self
-
     @property
     def payload(self) -> str | dict[str, Any]:
-        """What the episode host's ``act`` takes."""
+        """What the episode host's ``act`` takes; a `ConfigError` unless exactly one of the two is given.
+
+        Checked here, not by a validator: OpenEnv's server cannot send a validator's error back (it fails to
+        serialise it and drops the session), while an error raised by the step reaches the client as is."""
+        if (self.command is None) == (self.tool_call is None):
+            raise ConfigError("an action is exactly one of 'command' (a bash string) or 'tool_call'")
         return self.command if self.command is not None else dict(self.tool_call or {})
 
 
