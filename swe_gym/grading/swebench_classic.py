@@ -7,11 +7,12 @@ at ``/opt/miniconda3``, the repository at the workdir), from what the row says a
 repository: how its own tests run. Django and sympy ship their own runners (``tests/runtests.py``,
 ``bin/test``); every other repository runs pytest, whose ``-rA`` summary swebench's pytest parser reads.
 
-What it does not know, and 4.x's tables did: per-version details (an older Django's runner flags, a version's
-environment exports) and the reinstall line, so a patch to compiled code (astropy's, scikit-learn's C
-extensions) is not rebuilt. For scores identical to the leaderboard, grade rows that carry their script
-(SWE-bench's 5.x datasets) or use swebench 4.x. A row with SWE-rebench's ``install_config`` gives its own test
-command, environment commands and reinstall line, used as 4.x would use them.
+The reinstall is ``python -m pip install -e .`` (SWE-bench's images install the project editable), which the
+grader skips when no build input changed (`swe_gym.grading.eval_plan`). What it does not know, and 4.x's tables
+did: per-version details (an older Django's runner flags, a version's environment exports, a repository's own
+build flags such as scikit-learn's ``--no-build-isolation``). For scores identical to the leaderboard, grade rows
+that carry their script (SWE-bench's 5.x datasets) or use swebench 4.x. A row with SWE-rebench's
+``install_config`` gives its own test command, environment commands and reinstall line, used as 4.x uses them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from swe_gym.tasks.model import SWETask
 
 #: The conda env SWE-bench images are built with.
 ENV_NAME = "testbed"
+#: The reinstall of a classic row: SWE-bench's images hold the project installed editable.
+REINSTALL = "python -m pip install -e ."
 #: Test-patch paths that are data, not tests to run (swebench leaves the same suffixes out of its directives).
 _DATA_SUFFIXES = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
 _HEREDOC = "EOF_swe_gym_test_patch"
@@ -116,6 +119,8 @@ def eval_script(task: SWETask) -> str:
 
 
 def install_command(task: SWETask) -> str | None:
-    """The reinstall line the script runs: only a row's own ``install_config`` names one."""
+    """The reinstall line the script runs: a row's own ``install_config``'s (if it names one), else `REINSTALL`."""
     spec = row_spec(task)
-    return str(spec["install"]) if spec and spec.get("install") else None
+    if spec is not None:
+        return str(spec["install"]) if spec.get("install") else None
+    return REINSTALL

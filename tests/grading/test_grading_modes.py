@@ -201,13 +201,20 @@ def test_official_apply_order_keeps_what_git_apply_reject_left(task: SWETask) ->
     """A context line with trailing whitespace in a second file: ``git apply`` fails, ``--reject`` applies the
     first file and rejects the second, then ``patch --batch`` finds the first one applied, takes it for a
     reversed patch and undoes it (``--batch`` assumes so): the fix is gone and the tests fail, as under
-    run_evaluation. The safe ladder starts every method from the same tree and applies the patch whole."""
+    run_evaluation 4.x (5.x resets the tree between commands, so its last one applies the patch whole). The safe
+    ladder starts every method from the same tree and applies the patch whole."""
     patch = task.patch + (
         "diff --git a/conftest.py b/conftest.py\n--- a/conftest.py\n+++ b/conftest.py\n@@ -1 +1,2 @@\n"
         " # puts the repository root on sys.path for `pytest` \n+# a second line\n"
     )
+    from swe_gym.grading import swebench_api
+
     safe, official = _grade(task, patch), _grade(task, patch, "official")
     assert safe.resolved and safe.patch_applied and safe.apply_method != "git apply", safe.log_tail
+    if swebench_api.resets_between_applies():  # 5.x resets the tree before each later command: patch applies whole
+        assert official.apply_method == "patch --batch --forward --fuzz=5 -p1 -i" and official.resolved
+        assert "conftest.py.rej" not in official.eval_log
+        return
     assert official.apply_method == "patch --batch --fuzz=5 -p1 -i" and not official.masked
     assert not official.resolved and official.fail_to_pass.failure == task.fail_to_pass
     assert "calc.py.orig" in official.eval_log and "conftest.py.rej" in official.eval_log  # git status shows both

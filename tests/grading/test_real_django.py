@@ -201,14 +201,14 @@ def run_official_script(task: SWETask, patch: str, after: str = "") -> tuple[dic
 
     pip runs offline (``PIP_NO_INDEX``), as in the grading sandbox, so the reinstall does what it would do there.
     """
-    from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
+    from swe_gym.grading.swebench_api import parsers_by_name
 
     with Box(task.image or "") as box:
         box.put({"/tmp/attack.patch": patch, "/tmp/eval.sh": swebench_toolkit.eval_script(task)})
         code, log = box.sh("git apply /tmp/attack.patch && PIP_NO_INDEX=1 bash /tmp/eval.sh 2>&1")
         assert "Ran " in log, f"the eval script did not run the tests (exit {code}):\n{log[-3000:]}"
         extra = box.sh(after)[1] if after else ""
-    return dict(MAP_REPO_TO_PARSER["django/django"](log, None)), log, extra
+    return dict(parsers_by_name()["parse_log_django"](log, None)), log, extra
 
 
 def fools_the_official_script(task: SWETask, status: dict[str, str]) -> bool:

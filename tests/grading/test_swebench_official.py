@@ -405,11 +405,12 @@ def test_classic_rows_derive_an_eval_script_offline(
 
 
 @only_5x
-def test_5x_classic_rows_of_any_repo_run_pytest_and_name_no_reinstall() -> None:
+def test_5x_classic_rows_of_any_repo_run_pytest_after_an_editable_reinstall() -> None:
     t = task("someorg/unknown-lib", test_patch=patch_for("tests/test_x.py") + patch_for("tests/data.json"))
     script = swebench_toolkit.eval_script(t)
     assert "\npytest -rA tests/test_x.py\n" in script and f"{t.base_commit} tests/test_x.py tests/data.json\n" in script
-    assert swebench_toolkit.install_command(t) is None
+    assert swebench_toolkit.install_command(t) == "python -m pip install -e ."
+    assert "\npython -m pip install -e .\ngit checkout " in script
 
 
 @only_4x
