@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         policy = make_policy(args.policy, tasks=tasks, seed=args.seed, llm=model_values(args, LLMConfig, prefix="llm-"))
         env.policy = policy
         env.policy_stats = getattr(policy, "episode_stats", None)
+        env.policy_tokens = getattr(policy, "episode_tokens", None)
         total = args.episodes if args.episodes is not None else len(tasks)
         with Progress(total, "episodes", "episode") as bar:
             for i in range(total):

@@ -5,7 +5,8 @@ family), actions, observations (the reset observation first, then one per step, 
 per-step infos and the terminal grading info (`swe_gym.wrappers.trajectory` is the schema). An episode left
 unfinished (``close()`` or ``reset()`` before its end, e.g. after Ctrl-C) is still written, with
 ``"unfinished": true``. With a ``policy_stats`` callback (e.g. `LLMPolicy.episode_stats`), what it returns
-when the episode ends is stored under ``"policy_stats"`` (model calls, tokens, latencies).
+when the episode ends is stored under ``"policy_stats"`` (model calls, tokens, latencies); with a
+``policy_tokens`` callback (`LLMPolicy.episode_tokens`), each model call's exact token ids under ``"token_calls"``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import gymnasium as gym
 
 from swe_gym.policies.base import PolicyInfo, policy_info
+from swe_gym.policies.llm.tokens import TokenCall
 from swe_gym.sandbox.labels import current_run_id
 from swe_gym.wrappers.trajectory import TERMINAL_INFO_KEYS, StepInfo, Trajectory
 
@@ -38,6 +40,8 @@ class TrajectoryRecorder(gym.Wrapper):
             recorded as the record's ``"policy"``. May also be set later as the ``policy`` attribute.
         policy_stats: called when an episode is written; its dict is the record's ``"policy_stats"``
             (None without it). May also be set later as the ``policy_stats`` attribute.
+        policy_tokens: called when an episode is written; its `TokenCall` list is the record's ``"token_calls"``
+            (None without it, or when it is empty). May also be set later as the ``policy_tokens`` attribute.
     """
 
     def __init__(
@@ -48,12 +52,14 @@ class TrajectoryRecorder(gym.Wrapper):
         max_observation_chars: int = 4000,
         policy: object | None = None,
         policy_stats: Callable[[], dict[str, Any]] | None = None,
+        policy_tokens: Callable[[], list[TokenCall]] | None = None,
     ) -> None:
         super().__init__(env)
         self.path = Path(path)
         self.max_observation_chars = max_observation_chars
         self.policy = policy
         self.policy_stats = policy_stats
+        self.policy_tokens = policy_tokens
         self._episode: dict[str, Any] | None = None
         self._started = 0.0
 
@@ -117,6 +123,7 @@ class TrajectoryRecorder(gym.Wrapper):
             wall_s=round(time.perf_counter() - self._started, 3),
             policy=self._policy_info(),
             policy_stats=self._policy_stats(),
+            token_calls=(self.policy_tokens() or None) if self.policy_tokens is not None else None,
             unfinished=unfinished,
         )
         line = json.dumps(record.model_dump(mode="json"), default=str)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from swe_gym.jsonl import read_records
 from swe_gym.policies.base import PolicyInfo
+from swe_gym.policies.llm.tokens import TokenCall
 
 #: What a line must hold at least one of to be a trajectory (a prediction row or a task row holds none).
 CORE_KEYS = frozenset({"actions", "observations", "reward"})
@@ -63,6 +64,11 @@ class Trajectory(BaseModel):
     unfinished: bool = Field(default=False, description="cut off before its end (reset or close)")
     policy_stats: dict[str, Any] | None = Field(
         default=None, description="what the recorder's policy_stats returned (LLMPolicy: calls, tokens, latencies)"
+    )
+    token_calls: list[TokenCall] | None = Field(
+        default=None,
+        description="each model call's exact token ids and logprobs (the recorder's policy_tokens; "
+        "swe_gym.policies.llm.tokens.token_segments gives the model/environment mask)",
     )
 
     @model_validator(mode="before")

@@ -15,6 +15,8 @@
   without a tool parser, Ollama or OpenAI answer) is `ToolsRejected`, for the policy to fall back.
 - A reply's ``tool_calls`` come back as OpenAI ``tool_calls`` entries (plain dicts, ``arguments`` a
   JSON string), in order.
+- With ``record_tokens``, each request asks for the server's token ids and logprobs, and each completion
+  carries the call's exact tokens (`swe_gym.policies.llm.token_capture`; None fields say what was not had).
 
 Each failed try is reported to the caller's ``on_failure(description, retried)`` as it is known.
 """
@@ -22,6 +24,7 @@ Each failed try is reported to the caller's ``on_failure(description, retried)``
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import re
@@ -30,10 +33,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from swe_gym.errors import ConfigError, PolicyError
+from swe_gym.policies.llm.chat_template import ChatTemplate
 from swe_gym.policies.llm.config import LLMConfig
+from swe_gym.policies.llm.token_capture import TOKEN_FIELDS, ServerTokenizer, capture
+from swe_gym.policies.llm.tokens import TokenCall
 from swe_gym.sandbox.loop import run_sync
 
 #: ``on_failure(description, retried)``: a try failed; ``retried`` says whether another one follows.
@@ -59,7 +66,8 @@ class ToolsRejected(Exception):
 @dataclass(frozen=True)
 class Completion:
     """One chat completion: the reply, why it stopped, its token counts (None: not reported), its latency,
-    and its tool calls (OpenAI ``tool_calls`` entries; ``id`` None where the endpoint gave none)."""
+    its tool calls (OpenAI ``tool_calls`` entries; ``id`` None where the endpoint gave none), and with
+    ``record_tokens`` its exact tokens."""
 
     text: str
     finish_reason: str | None
@@ -67,6 +75,7 @@ class Completion:
     completion_tokens: int | None
     latency_s: float
     tool_calls: tuple[dict[str, Any], ...] = ()
+    tokens: TokenCall | None = None
 
 
 @functools.cache
@@ -108,6 +117,10 @@ class ChatClient:
             http_client=http_client,
         )
         self.client.swe_gym_config = config
+        self._template = (
+            ChatTemplate.load(config.chat_template) if config.record_tokens and config.chat_template else None
+        )
+        self._tokenizer: ServerTokenizer | None = None  # made on the background loop, at the first call
 
     @property
     def endpoint(self) -> str:
@@ -125,7 +138,12 @@ class ChatClient:
 
     def close(self) -> None:
         """Close the HTTP client's connections."""
-        run_sync(self.client.close())
+        run_sync(self._close())
+
+    async def _close(self) -> None:
+        await self.client.close()
+        if self._tokenizer is not None:
+            await self._tokenizer.client.aclose()
 
     async def _on_request(self, request: Any) -> None:
         self._statuses.append(None)
@@ -165,6 +183,8 @@ class ChatClient:
         openai, config, failures = self._openai, self.config, self._failures
         deadline = config.deadline_s()
         offer: dict[str, Any] = {"tools": tools, "tool_choice": "auto"} if tools else {}
+        if config.record_tokens:
+            offer["extra_body"] = dict(TOKEN_FIELDS)
         self._statuses = []
         started = time.perf_counter()
         try:
@@ -201,7 +221,22 @@ class ChatClient:
             raise NotACompletion(f"not a chat completion ({_describe(exc)})") from None
         if not hasattr(response, "choices"):
             raise NotACompletion(f"not a chat completion (got {type(response).__name__}: {str(response)[:200]!r})")
-        return _completion(response, time.perf_counter() - started)
+        completion = _completion(response, time.perf_counter() - started)
+        if config.record_tokens:
+            request = {"model": config.model, "messages": messages, **({"tools": tools} if tools else {})}
+            completion = dataclasses.replace(completion, tokens=await self._capture(request, response))
+        return completion
+
+    async def _capture(self, request: dict[str, Any], response: Any) -> TokenCall:
+        """The call's exact tokens; a tokenizer endpoint that fails leaves them None, with the reason."""
+        if self._tokenizer is None:
+            client = httpx.AsyncClient(timeout=self.config.request_timeout_s)
+            separator = self._template.eos_token if self._template is not None else None
+            self._tokenizer = ServerTokenizer(self.config.base_url or "", client, self.config.api_key, separator)
+        try:
+            return await capture(request, response.model_dump(), tokenizer=self._tokenizer, template=self._template)
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            return TokenCall(problems=[f"the server's tokenizer endpoints failed: {_describe(exc)}"])
 
     def _report(self, last: str, on_failure: FailureCallback, *, retried: bool) -> int:
         """Report every try of the call just ended (the client's retries among them); returns how many."""

@@ -77,6 +77,18 @@ class LLMConfig(BaseModel):
         default=TOOL_INSTANCE_TEMPLATE, repr=False, description="{task}: the reset observation; {submit}: how"
     )
 
+    record_tokens: bool = Field(
+        default=False,
+        description="ask the server for its token ids and logprobs and record them per call "
+        "(LLMPolicy.episode_tokens; swe_gym.policies.llm.tokens)",
+    )
+    chat_template: str | None = Field(
+        default=None,
+        repr=False,
+        description="the model's chat template (a .gguf file, a template file, or its text): with record_tokens, "
+        "the prompt ids of a server that returns none (llama-cpp-python) are its tokenizer's of this rendering",
+    )
+
     def backoff_s(self, retry: int) -> float:
         """The wait before retry number ``retry`` (0 for the first): ``retry_backoff_s`` doubled per retry."""
         return min(self.retry_backoff_s * 2.0**retry, MAX_BACKOFF_S)

@@ -33,7 +33,8 @@ Failure handling, so that a rollout never crashes on the model and never hangs:
 
 `episode_stats` reports model calls, tokens (from the endpoint's ``usage``), latencies, retries and
 format errors of the current episode; give it to `TrajectoryRecorder` (``policy_stats=``) to store it
-with each trajectory.
+with each trajectory. With ``record_tokens``, `episode_tokens` holds each model call's exact token ids and
+logprobs (`swe_gym.policies.llm.tokens`; the recorder's ``policy_tokens=``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from swe_gym.policies.llm.templates import (
     TOOL_FORMAT_ERROR_TEMPLATE,
     TOOL_LINES,
 )
+from swe_gym.policies.llm.tokens import TokenCall
 from swe_gym.tools import BASH, SUBMIT_TOOL, TOOL_NAMES, tool_schemas
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,7 @@ class LLMPolicy:
         self._answering: str | None = None  # the id of the call whose result the next observation is
         self._call_ids: set[str] = set()
         self._stats: dict[str, Any] = self._new_stats()
+        self._token_calls: list[TokenCall] = []
 
     @property
     def identity(self) -> PolicyInfo:
@@ -129,6 +132,7 @@ class LLMPolicy:
         self._budget = config.context_budget_chars
         self._pending, self._answering, self._call_ids = [], None, set()
         self._stats = self._new_stats()
+        self._token_calls = []
         self._stats["instance_id"] = info.get("instance_id")
         self._stats["tool_calling"] = "native" if self._native else "text"
 
@@ -257,6 +261,10 @@ class LLMPolicy:
         stats["total_tokens"] = stats["prompt_tokens"] + stats["completion_tokens"]
         return stats
 
+    def episode_tokens(self) -> list[TokenCall]:
+        """The current episode's model calls' exact tokens, in order (empty without ``record_tokens``)."""
+        return list(self._token_calls)
+
     def close(self) -> None:
         """Close the HTTP client's connections."""
         self.client.close()
@@ -343,4 +351,7 @@ class LLMPolicy:
             stats["completion_tokens"] += completion.completion_tokens or 0
         else:
             stats["calls_without_usage"] += 1
+        if completion.tokens is not None:
+            previous = self._token_calls[-1] if self._token_calls else None
+            self._token_calls.append(completion.tokens.link(previous))
         return completion
