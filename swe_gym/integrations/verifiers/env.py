@@ -54,5 +54,6 @@ class SWEGymEnv(vf.Env[SWEGymEnvConfig]):
         try:
             async with agents.agent.interaction(task) as interaction:
                 await play(host, key, host.by_id[task.data.id], interaction)
-        finally:  # shielded: a cancelled rollout still removes its sandboxes
-            await asyncio.shield(host.call_async(host.end(key)))
+        finally:  # shielded: a cancelled rollout still removes its sandboxes (a closed host removed them all)
+            if not host.closed:
+                await asyncio.shield(host.call_async(host.end(key)))
