@@ -386,13 +386,12 @@ def in_container(image: str, script: str, files: dict[str, str], timeout: float 
 
 def statuses(image: str, repo: Repo, *, gold: bool) -> dict[str, str]:
     """Test statuses of the module at base + test patch (+ the gold patch), read by swebench's django parser."""
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS  # noqa: F401  (fail early without swebench)
-    from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
+    from swe_gym.grading.swebench_api import parsers_by_name  # swebench 4.x or 5.x; fails early without it
 
     files = {"/tmp/test.patch": repo.test_patch, "/tmp/gold.patch": repo.patch}
     apply = "git apply /tmp/test.patch" + (" && git apply /tmp/gold.patch" if gold else "")
     output = in_container(image, f"set -e; cd /testbed; {apply}; set +e; {test_command()} 2>&1", files)
-    return dict(MAP_REPO_TO_PARSER["django/django"](output, None))
+    return dict(parsers_by_name()["parse_log_django"](output, None))
 
 
 def make_row(image: str, repo: Repo, pass_to_pass: list[str]) -> dict[str, object]:
@@ -436,14 +435,14 @@ def derive_row(image: str, repo: Repo) -> dict[str, object]:
 
 
 def check_official(row: dict[str, object], image: str) -> None:
-    """The official (swebench 4.x) eval script, derived by swe_gym, resolves the gold patch in the image."""
+    """The classic row's eval script (swebench 4.x's, or swe_gym's under 5.x) resolves the gold patch in the image."""
     from swe_gym.grading import swebench_toolkit
     from swe_gym.tasks import SWETask
 
     task = SWETask.model_validate(row)
     script = swebench_toolkit.eval_script(task)
     if "pip install -e ." not in script or "git apply" not in script:
-        raise BuildError("the official eval script does not look like swebench 4.x's")
+        raise BuildError("the eval script does not look like a SWE-bench one (reinstall, test patch)")
     started = time.perf_counter()
     output = in_container(
         image,
