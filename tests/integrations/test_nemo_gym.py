@@ -29,6 +29,9 @@ from swe_gym.settings import read_env_file
 from swe_gym.tasks import load_tasks
 from tests.conftest import IN_CI, TEST_IMAGE, leftover_sandboxes, require
 
+#: The module's one ng_run (ten servers and a Ray head starting on 2 cores) is set up inside the first test.
+pytestmark = pytest.mark.timeout(600)
+
 ENTER = Path(os.environ.get("SWE_GYM_NEMO_GYM_ENTER", "/var/tmp/swe-gym-nemo-gym/enter"))
 LLM_ENV_FILE = Path("/etc/swe-gym/llm.env")
 FAKES_ROOT = Path(__file__).parent / "nemo_gym_servers"
@@ -86,7 +89,9 @@ def _config(tmp: Path) -> Path:
     unstartable = {"entrypoint": "app.py", "domain": "coding", "verified": False, "env": docker_env}
     config = {
         "swe_gym_resources_server": {"resources_servers": {"swe_gym": {"env": {"max_steps": 4}}}},
-        "swe_gym_simple_agent": {"responses_api_agents": {"simple_agent": {"max_steps": 4}}},
+        # One model call: llama-cpp-python's server rejects the follow-up NeMo Gym sends after a tool call
+        # (an assistant message whose content is null), so the real model gets one turn with swe_gym's bash.
+        "swe_gym_simple_agent": {"responses_api_agents": {"simple_agent": {"max_steps": 1}}},
         "policy_model": {"responses_api_models": {"vllm_model": policy}},
         "fake_gold_patch_model": {"responses_api_models": {"fake_gold_patch_model": {"entrypoint": "app.py"}}},
         "unstartable_resources_server": {"resources_servers": {"swe_gym": unstartable}},
@@ -141,9 +146,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 server.wait(1)
             except subprocess.TimeoutExpired:
                 pass
-        lines = _rows(tmp, "bundled", "swe_gym_simple_agent", LLM_TASKS) + _rows(
-            tmp, "bundled", "gold_agent", [GOLD_TASK]
-        )
+        llm_rows = [json.loads(line) for line in _rows(tmp, "bundled", "swe_gym_simple_agent", LLM_TASKS)]
+        for row in llm_rows:  # SmolLM2 rarely calls a tool unasked: here it must call bash
+            row["responses_create_params"]["tool_choice"] = {"type": "function", "name": "bash"}
+        lines = [json.dumps(row) for row in llm_rows] + _rows(tmp, "bundled", "gold_agent", [GOLD_TASK])
         lines += _rows(tmp, str(tmp / "unstartable.jsonl"), "unstartable_agent", [UNSTARTABLE])
         rows, out = tmp / "rows.jsonl", tmp / "rollouts.jsonl"
         rows.write_text("\n".join(lines) + "\n")
@@ -152,7 +158,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         done = subprocess.run(collect, cwd=tmp, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         rollouts = {r["instance_id"]: r for r in map(json.loads, out.read_text().splitlines())}
-        yield {"rollouts": rollouts, "run_id": run_id, "server": server}
+        metrics = {m["agent_ref"]["name"]: m for m in json.loads((tmp / "rollouts_aggregate_metrics.json").read_text())}
+        yield {"rollouts": rollouts, "metrics": metrics, "run_id": run_id, "server": server}
     finally:
         stop(server)
         log.close()
@@ -169,7 +176,8 @@ def test_the_real_models_rollouts_get_swe_gyms_grade(run: dict[str, Any]) -> Non
     for task in LLM_TASKS:
         rollout = run["rollouts"][task.instance_id]
         assert rollout["mask_sample"] is False and rollout["failure_kind"] is None
-        assert rollout["response"]["output"], rollout  # the model answered (text or tool calls)
+        calls = [item["name"] for item in rollout["response"]["output"] if item["type"] == "function_call"]
+        assert calls and set(calls) == {"bash"}, rollout["response"]["output"]  # the real model ran swe_gym's bash
         report = grade(task, rollout["patch"], provider="local")  # the same patch, graded again here
         assert rollout["reward"] == report.reward() and rollout["resolved"] is report.resolved
 
@@ -189,6 +197,9 @@ def test_a_sandbox_that_cannot_start_is_nemo_gyms_mask_sample(run: dict[str, Any
     assert "swe-gym-no-such-image:0" in rollout["failure_reason"]
     outputs = [item["output"] for item in rollout["response"]["output"] if item["type"] == "function_call_output"]
     assert "episode masked" in outputs[0]
+    # NeMo Gym's own aggregation counts it as masked, not as a measured reward 0
+    assert run["metrics"]["unstartable_agent"]["agent_metrics"]["coverage/masked_rollouts"] == 1
+    assert run["metrics"]["unstartable_agent"]["agent_metrics"]["coverage/measured_rollouts"] == 0
 
 
 def test_stopping_ng_run_leaves_no_sandbox(run: dict[str, Any]) -> None:
