@@ -1,13 +1,14 @@
 """``harness="official"``: grade as ``swebench.harness.run_evaluation`` does, rule for rule.
 
-For users who need numbers comparable with the SWE-bench leaderboard. What it takes from swebench
-itself: the apply commands (``GIT_APPLY_CMDS``: ``git apply --verbose``, ``git apply --verbose
---reject``, ``patch --batch --fuzz=5 -p1 -i``, tried in that order on the same tree, the first that
-exits 0 wins, nothing reset in between), the eval script unchanged (no nonce, no canary, the patch's
-files not restored), and the log rules of ``get_logs_eval``: a log that holds any of
-``APPLY_PATCH_FAIL``, ``RESET_FAILED``, ``TESTS_ERROR``, ``TESTS_TIMEOUT``, or lacks either output
-marker, is not resolved; otherwise the text between the markers is parsed (the whole log when that
-yields nothing) and judged by swebench's report.
+For users who need numbers comparable with the SWE-bench leaderboard. What it takes from the installed swebench
+(4.x or 5.x; `swe_gym.grading.swebench_api` tells them apart): the apply commands (``GIT_APPLY_CMDS``, tried in
+order, the first that exits 0 wins: 4.x on the same tree with nothing reset in between; 5.x resetting the tree
+before each later one and finally accepting a patch that is already in), the eval script as its ``run_instance``
+runs it (no nonce, no canary, the patch's files not restored; 5.x records the test exit status), and the log
+rules of ``get_logs_eval``: a log that holds any of ``APPLY_PATCH_FAIL``, ``RESET_FAILED``, ``TESTS_ERROR``,
+``TESTS_TIMEOUT``, or lacks either output marker, is not resolved; otherwise the text between the markers is
+parsed (the whole log when that yields nothing) and judged by swebench's report (5.x's own ``get_logs_eval``
+also refuses a log whose suite never ran or whose exit status contradicts it).
 
 Where swebench raises (``EvaluationError``: the patch did not apply, the tests timed out) its run
 report counts an error; here that is an unresolved verdict with the reason. What stays ours: the
