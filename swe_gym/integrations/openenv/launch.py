@@ -10,6 +10,7 @@ waits until it answers, and stops it with SIGTERM (which removes every session's
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -20,10 +21,13 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from types import TracebackType
+from typing import Any
 
 from swe_gym.integrations.openenv.auth import client_url, new_token
 
 _ADDRESS = re.compile(r"^swe-gym serve: (http://\S+) ")
+#: For requests to the server: never through a proxy the environment names.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class ServedEnv:
@@ -62,13 +66,18 @@ class ServedEnv:
         self._wait_healthy()
         return self
 
+    def get(self, path: str) -> Any:
+        """``GET path`` on the server with the token (e.g. ``/sessions``), its JSON."""
+        request = urllib.request.Request(f"{self.url}{path}", headers={"Authorization": f"Bearer {self.token}"})
+        with _DIRECT.open(request, timeout=30) as response:
+            return json.load(response)
+
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while True:
             try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=5) as response:
-                    if response.status == 200:
-                        return
+                self.get("/health")
+                return
             except OSError:
                 if time.monotonic() > deadline or self.exited:
                     self.stop()
