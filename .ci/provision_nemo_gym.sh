@@ -30,7 +30,7 @@ log() { echo "[provision_nemo_gym] $*" >&2; }
 die() { log "ERROR: $*"; [ -s "$LOG" ] && tail -n 30 "$LOG" >&2; exit 1; }
 
 # shellcheck source=lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # debian_mirror
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # new_rootfs, keep_rootfs
 
 # The wrapper, with @ROOTFS@, @VENV@ and @CHECKOUT@ replaced.
 wrapper_text() {
@@ -109,32 +109,9 @@ fi
 started=$SECONDS
 
 if [ ! -x "$ROOTFS/usr/bin/python3.13" ]; then
-  if ! command -v debootstrap >/dev/null 2>&1; then
-    log "installing debootstrap"
-    export DEBIAN_FRONTEND=noninteractive
-    { apt-get install -y debootstrap || { apt-get update && apt-get install -y debootstrap; }; } >>"$LOG" 2>&1 \
-      || die "apt-get install debootstrap failed"
-  fi
-  mkdir -p "$BASE"
-  NEW=$(mktemp -d "$BASE/rootfs.new.XXXXXX")
-  chmod 755 "$NEW"
-  cleanup() {
-    awk -v r="$NEW/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l 2>/dev/null || true
-    rm -rf --one-file-system "$NEW"
-  }
-  trap cleanup EXIT
-  trap 'exit 130' INT TERM
-  MIRROR=$(debian_mirror)
-  log "debootstrap $SUITE ($PACKAGES) from $MIRROR into $ROOTFS (log: $LOG)"
-  debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$NEW" "$MIRROR" >>"$LOG" 2>&1 \
-    || { [ -f "$NEW/debootstrap/debootstrap.log" ] && tail -n 20 "$NEW/debootstrap/debootstrap.log" >>"$LOG"; die "debootstrap failed"; }
-  mkdir -p "$NEW/work" "$NEW/home" "$NEW/root" "$NEW/tmp" "$NEW/var/tmp"
-  chmod 1777 "$NEW/tmp" "$NEW/var/tmp"
-  rm -rf "$NEW"/var/cache/apt/archives/*.deb "$NEW"/var/lib/apt/lists/*
+  new_rootfs "$SUITE" "$PACKAGES" "$BASE" "$LOG"
   [ -x "$NEW/usr/bin/python3.13" ] || die "no python3.13 in the new rootfs"
-  rm -rf --one-file-system "$ROOTFS"
-  mv "$NEW" "$ROOTFS"
-  trap - EXIT
+  keep_rootfs "$ROOTFS"
   log "rootfs ready after $((SECONDS - started))s"
 fi
 chmod 755 "$BASE" "$ROOTFS"
