@@ -11,6 +11,7 @@ the weights move, and no sandbox is left.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import math
 import statistics
 import sys
@@ -29,7 +30,13 @@ from tests.conftest import IN_CI, kill_from_outside, leftover_sandboxes, require
 try:
     import trl  # noqa: F401
 
-    from swe_gym.integrations.trl import SWEGymEnvironment, SWEGymEnvironments, smollm2_gguf
+    from swe_gym.integrations.trl import (
+        TOOL_NAMES,
+        SWEGymEnvironment,
+        SWEGymEnvironments,
+        smollm2_gguf,
+        with_tools,
+    )
 except ImportError:
     if IN_CI:
         raise
@@ -92,6 +99,9 @@ def test_masked_episode_rewards_none_not_zero(environments: SWEGymEnvironments) 
 
 
 def test_tools_are_the_environments_methods() -> None:
+    # TRL's rule (GRPOTrainer.__init__): every public function of the class but reset and get_reward is a tool
+    public = {name for name, _ in inspect.getmembers(SWEGymEnvironment, inspect.isfunction) if name[0] != "_"}
+    assert public - {"reset", "get_reward"} == set(TOOL_NAMES) == {"bash", "submit"}
     with pytest.raises(ConfigError, match="tools are its methods"):
         SWEGymEnvironments(tools=["bash"])
 
@@ -132,14 +142,46 @@ def oracle_head_start(environments: SWEGymEnvironments) -> Callable[[], SWEGymEn
     return factory
 
 
-def test_grpo_trains_smollm2_on_swe_gym_rewards(monkeypatch: pytest.MonkeyPatch) -> None:
-    require("local")
+def require_gguf() -> Path:
+    """SmolLM2's GGUF file (.ci/provision_trl.sh installs it); skip without it, except in CI."""
     try:
-        smollm2_gguf()
+        return smollm2_gguf()
     except ConfigError as exc:
         if IN_CI:
             raise
         pytest.skip(str(exc))
+
+
+def test_trl_parses_smollm2_tool_calls_into_the_environments_tools(
+    environments: SWEGymEnvironments, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from transformers import AutoTokenizer
+    from trl.chat_template_utils import add_response_schema, parse_response, supports_tool_calling
+
+    gguf = require_gguf()
+    tokenizer = with_tools(AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name))
+    assert supports_tool_calling(tokenizer)
+    tokenizer = add_response_schema(tokenizer)  # what GRPOTrainer does with a template it knows
+    environment = environments()
+    tools = [environment.bash, environment.submit]
+    conversation = [{"role": "user", "content": environment.reset(instance_id=TASK.instance_id)}]
+    rendered = tokenizer.apply_chat_template(
+        conversation, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
+    )
+    prefix = rendered["input_ids"]
+    assert "<tools>" in tokenizer.decode(prefix) and '"name": "bash"' in tokenizer.decode(prefix)
+    reply = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call><|im_end|>'
+    parsed = parse_response(tokenizer, tokenizer(reply)["input_ids"], prefix=prefix, tools=tools)
+    (call,) = parsed["tool_calls"]
+    function = call["function"]
+    assert "README.md" in getattr(environment, function["name"])(**function["arguments"])  # as TRL calls it
+    assert environment.get_reward() == 0.0
+
+
+def test_grpo_trains_smollm2_on_swe_gym_rewards(monkeypatch: pytest.MonkeyPatch) -> None:
+    require("local")
+    require_gguf()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     example = load_example()
     args = example.parse_args(["--steps", "2", "--num-generations", "2", "--instance-id", SHORTEST.instance_id])
