@@ -43,7 +43,7 @@ class EpisodeOutcome(BaseModel):
     masked: bool
     masked_reason: str | None
     steps: int
-    ended_by_model: bool  # it submitted (or hit max_steps); False: cut off at the rollout's end and graded then
+    ended_by_model: bool  # it ended in a tool call (submit, max_steps, a mask); False: cut off when the rollout ended
 
 
 class SWEGymEnvironment:
