@@ -40,6 +40,11 @@ class ForkNotSupportedError(SandboxError, NotImplementedError):
     """This provider (or this sandbox's configuration) cannot fork a live sandbox; the message says what is missing."""
 
 
+class UnforkableSandboxError(SWEGymError):
+    """An episode's sandbox could not be forked while a fresh sandbox of the same task could: what the agent did
+    to it (a path too long to copy, a full disk) is the cause, so its forks end unresolved, never masked."""
+
+
 class SandboxDiedError(SandboxError):
     """The sandbox stopped answering (killed from outside, crashed, or expired).
 

@@ -18,7 +18,14 @@ from typing import Any
 from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.prompt import SUBMIT, is_submission, task_prompt
 from swe_gym.envs.text import to_observation
-from swe_gym.errors import GradingError, SandboxDiedError
+from swe_gym.errors import (
+    ForkNotSupportedError,
+    GradingError,
+    SandboxDiedError,
+    SandboxError,
+    SWEGymError,
+    UnforkableSandboxError,
+)
 from swe_gym.grading import GradeReport, extract_patch, grade_async, snapshot
 from swe_gym.grading.certificate import Certificate
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
@@ -131,18 +138,52 @@ class Episode:
         its sandbox is a fork of this one's (`AsyncSandbox.fork`: the file system copied, no process carried
         over) and, with ``prestart_grading``, its own grading sandbox starts now. ``settings``: the new
         episode's (default: this one's; e.g. without the warm pool of an env it must not depend on).
+
+        A fork that fails is judged against a control: a fresh sandbox of the task, forked the same way. If
+        that forks, the failure is what the agent did to its sandbox, and `UnforkableSandboxError` is raised
+        (its forks end unresolved); otherwise the environment's `SandboxError` stands (masked). A sandbox
+        that died, or a provider that cannot fork at all, needs no control.
         """
         if self.done or self.sandbox is None:
             raise RuntimeError("only a live episode can fork: this one is over (or never started); reset() first")
         started = time.perf_counter()
         child = Episode(settings or self.settings, self.task)
-        child.sandbox = await self.sandbox.fork(labels={"task_id": self.task.instance_id})
+        labels = {"task_id": self.task.instance_id}
+        try:
+            child.sandbox = await self.sandbox.fork(labels=labels)
+        except (ForkNotSupportedError, SandboxDiedError):
+            raise
+        except SandboxError as exc:
+            if await self._control_forks(labels):
+                raise UnforkableSandboxError(
+                    f"this episode's sandbox could not be forked ({exc}), while a fresh sandbox of "
+                    f"{self.task.instance_id} can be: the agent's changes to it are the cause"
+                ) from exc
+            raise
         child.steps, child.last_observation, child._base_tree = self.steps, self.last_observation, self._base_tree
         child.editor_history = self.editor_history.copy()
         child.forked_from = self.sandbox.id
         child._reset_s = time.perf_counter() - started
         child._prestart_grader()
         return child
+
+    async def _control_forks(self, labels: dict[str, str]) -> bool:
+        """Whether a fresh sandbox of this task (never the pool's) forks: False when either step fails."""
+        settings = self.settings
+        scrub = settings.options.scrub_history
+        try:
+            control = await provision(self.task, settings.provider, settings.spec, agent=True, scrub_history=scrub)
+        except SWEGymError:
+            return False
+        try:
+            branch = await control.fork(labels=labels)
+        except SWEGymError:
+            return False
+        else:
+            await branch.close()
+            return True
+        finally:
+            await control.close()
 
     async def act(self, action: Any) -> StepResult:
         """One action of an env with ``tools``: a tool call (any shape `swe_gym.tools.as_tool_call` takes) or a

@@ -17,6 +17,9 @@ The failure rule, the same on every front end:
   with ``info["masked"]`` True and ``info["masked_reason"]``; the next step ends that episode
   (truncated, reward 0.0, masked). A running episode ends masked the same way when its sandbox dies
   not by the agent's own command (`Episode`'s rules).
+- **A fork the agent made impossible ends unresolved**, not masked: when a fork of an episode's sandbox fails
+  while a fresh sandbox of the same task forks (`Episode.fork`'s control), the fork's episode ends at its next
+  step terminated with reward 0.0 (``info["fork_failed"]`` says why), as any episode the agent broke.
 - **Closing ends everything**: `close` cancels the calls in flight (a step another thread is waiting
   on raises there), then removes every sandbox of every episode and the pool.
 """
@@ -36,7 +39,7 @@ import numpy as np
 from swe_gym.envs.episode import Episode, EpisodeSettings, Reset, StepResult
 from swe_gym.envs.options import HostConfig
 from swe_gym.envs.text import to_observation
-from swe_gym.errors import ConfigError, SandboxError, SWEGymError
+from swe_gym.errors import ConfigError, SandboxError, SWEGymError, UnforkableSandboxError
 from swe_gym.grading.certificate import env_tasks, load_certificate
 from swe_gym.sandbox import SandboxSpec, get_provider
 from swe_gym.sandbox.facade import ProviderLike
@@ -120,6 +123,31 @@ def masked_step(reason: str, max_chars: int, info: Mapping[str, Any] | None = No
     return observation, 0.0, False, True, {**(info or {}), "masked": True, "masked_reason": reason}
 
 
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """Why the episode at a key could not start: the environment's doing (``masked``), or the agent's (a fork
+    of a sandbox it made unforkable), which ends the episode unresolved."""
+
+    reason: str
+    instance_id: str
+    masked: bool = True
+
+    def reset(self, max_chars: int, provider: str) -> Reset:
+        info: dict[str, Any] = {"instance_id": self.instance_id, "provider": provider, "masked": self.masked}
+        if self.masked:
+            info["masked_reason"] = self.reason
+            return to_observation(f"[swe_gym: episode masked: {self.reason}]", max_chars), info
+        info["fork_failed"] = self.reason
+        return to_observation(f"[swe_gym: this fork ends unresolved: {self.reason}]", max_chars), info
+
+    def step(self, max_chars: int) -> StepResult:
+        info = {"instance_id": self.instance_id}
+        if self.masked:
+            return masked_step(self.reason, max_chars, info)
+        observation = to_observation(f"[swe_gym: episode over, unresolved: {self.reason}]", max_chars)
+        return observation, 0.0, True, False, {**info, "resolved": False, "masked": False, "fork_failed": self.reason}
+
+
 class EpisodeHost:
     """The tasks, settings, pool and live episodes of one front end (see the module for the failure rule)."""
 
@@ -129,7 +157,7 @@ class EpisodeHost:
         self.tasks = host_tasks(config)
         self.by_id = {task.instance_id: task for task in self.tasks}
         self.episodes: dict[Key, Episode] = {}
-        self.failures: dict[Key, tuple[str, str]] = {}  # key -> (why its start failed, instance id)
+        self.failures: dict[Key, Failure] = {}  # why the episode at a key could not start
         self._closing: list[Future[None]] = []
         self._inflight: set[Future[Any]] = set()
         self.closed = False
@@ -140,12 +168,17 @@ class EpisodeHost:
             raise
 
     @classmethod
-    def _branch(cls, source: EpisodeHost, episode: Episode, key: Key) -> EpisodeHost:
-        """A host sharing ``source``'s config and tasks, without its pool, running ``episode`` at ``key``."""
+    def _branch(cls, source: EpisodeHost, key: Key, episode: Episode | Failure) -> EpisodeHost:
+        """A host sharing ``source``'s config and tasks, without its pool, running ``episode`` at ``key`` (or
+        holding the `Failure` its fork ended with)."""
         host = cls.__new__(cls)
         host.config, host.tasks, host.by_id = source.config, source.tasks, source.by_id
-        host.settings = episode.settings
-        host.episodes, host.failures = {key: episode}, {}
+        if isinstance(episode, Failure):
+            host.settings = dataclasses.replace(source.settings, pool=None)
+            host.episodes, host.failures = {}, {key: episode}
+        else:
+            host.settings = episode.settings
+            host.episodes, host.failures = {key: episode}, {}
         host._closing, host._inflight, host.closed = [], set(), False
         return host
 
@@ -257,8 +290,9 @@ class EpisodeHost:
             if origin is not None and not origin.done:
                 return await self._started(key, None, self._forked(key, origin), origin.task.instance_id)
             if source in self.failures:
-                reason, instance_id = self.failures[source]
-                return self._failed(key, f"its source {source!r} could not start: {reason}", instance_id)
+                failure = self.failures[source]
+                reason = f"its source {source!r} could not start: {failure.reason}"
+                return self._failed(key, Failure(reason, failure.instance_id, failure.masked))
             raise ConfigError(f"cannot fork {source!r}: it has no live episode")
         finally:
             self.release(previous)
@@ -277,16 +311,16 @@ class EpisodeHost:
             made = self.episodes.pop(key, None) or episode
             if made is not None:
                 await to_the_end(made.close())
+            if isinstance(exc, UnforkableSandboxError):
+                return self._failed(key, Failure(str(exc), instance_id, masked=False))
             if isinstance(exc, SWEGymError) and not isinstance(exc, ConfigError):
-                return self._failed(key, f"sandbox could not start for {instance_id}: {exc}", instance_id)
+                return self._failed(key, Failure(f"sandbox could not start for {instance_id}: {exc}", instance_id))
             raise
 
-    def _failed(self, key: Key, reason: str, instance_id: str) -> Reset:
-        log.warning("episode %r masked: %s", key, reason)
-        self.failures[key] = (reason, instance_id)
-        observation = to_observation(f"[swe_gym: episode masked: {reason}]", self.config.max_observation_chars)
-        info = {"instance_id": instance_id, "provider": self.settings.provider.name}
-        return observation, {**info, "masked": True, "masked_reason": reason}
+    def _failed(self, key: Key, failure: Failure) -> Reset:
+        log.warning("episode %r %s: %s", key, "masked" if failure.masked else "ends unresolved", failure.reason)
+        self.failures[key] = failure
+        return failure.reset(self.config.max_observation_chars, self.settings.provider.name)
 
     async def act(self, key: Key, action: Any) -> StepResult:
         """One action of the episode at ``key``: a tool call or bash string with ``tools``, else a bash string."""
@@ -294,15 +328,15 @@ class EpisodeHost:
         if episode is None:
             if key not in self.failures:
                 raise RuntimeError("the episode is over (or never started): call reset() before step()")
-            reason, instance_id = self.failures.pop(key)
-            return masked_step(reason, self.config.max_observation_chars, {"instance_id": instance_id})
+            return self.failures.pop(key).step(self.config.max_observation_chars)
         if self.config.tools is not None:
             return await episode.act(action)
         return await episode.step(as_command(action))
 
     async def fork_out(self, key: Key, n: int) -> list[EpisodeHost]:
         """``n`` hosts, each running a fork of the episode at ``key`` (at the same key), sharing this host's
-        config and tasks but not its pool; if one fork fails, the others are closed and its error raised."""
+        config and tasks but not its pool; if one fork fails, the others are closed and its error raised, except
+        a fork the agent made impossible: then each host holds that `Failure`, so each branch ends unresolved."""
         episode = self.episodes.get(key)
         if episode is None or episode.done:
             raise RuntimeError("only a live episode can fork: call reset() (and do not end the episode) first")
@@ -312,8 +346,13 @@ class EpisodeHost:
         failures = [result for result in results if not isinstance(result, Episode)]
         if failures:
             await asyncio.gather(*(to_the_end(branch.close()) for branch in made), return_exceptions=True)
-            raise failures[0]
-        return [EpisodeHost._branch(self, branch, key) for branch in made]
+            agents = [failure for failure in failures if isinstance(failure, UnforkableSandboxError)]
+            if len(agents) < len(failures):
+                raise next(failure for failure in failures if not isinstance(failure, UnforkableSandboxError))
+            verdict = Failure(str(agents[0]), episode.task.instance_id, masked=False)
+            log.warning("fork of episode %r ends unresolved: %s", key, verdict.reason)
+            return [EpisodeHost._branch(self, key, verdict) for _ in range(n)]
+        return [EpisodeHost._branch(self, key, branch) for branch in made]
 
     async def end(self, key: Key) -> None:
         """Close the episode at ``key`` now (its sandboxes removed); nothing if none runs there."""

@@ -195,9 +195,9 @@ class SweGymResourcesServer(SimpleResourcesServer):
             if episode is not None and not episode.done:
                 _, reward, _, _, info = await host.call_async(episode.truncate("", {"step": episode.steps}))
                 return Outcome.of(reward, info)
-            if key in host.failures:
-                reason, _ = host.failures[key]
-                return Outcome(masked=True, masked_reason=reason)
+            if key in host.failures:  # its start failed: the step that ends it says how
+                _, reward, _, _, info = host.failures[key].step(host.config.max_observation_chars)
+                return Outcome.of(reward, info)
             return None
         finally:
             await host.call_async(host.end(key))
