@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -99,3 +100,10 @@ def validation_problems(
         field = ".".join(str(part) for part in loc) or whole
         problems.setdefault(field, error["msg"] + (hint(loc) if hint else ""))
     return "; ".join(f"{field}: {message}" for field, message in problems.items())
+
+
+def require_extra(what: str, extra: str, *modules: str) -> None:
+    """A `ConfigError` saying which extra to install when one of ``modules`` is missing (checked before any import)."""
+    missing = [module for module in modules if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ConfigError(f"{what} needs {', '.join(missing)} (not installed): pip install 'swe_gym[{extra}]'")

@@ -147,3 +147,20 @@ def test_cleanup_removes_what_a_killed_owner_left(provider: str) -> None:
     while leftover_sandboxes(run_id)[kind] and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not leftover_sandboxes(run_id)[kind]
+
+
+@pytest.mark.parametrize(
+    ("argv", "extra", "module"),
+    [(["serve", "--port", "0"], "openenv", "uvicorn"), (["capture-proxy", "--out", "x.jsonl"], "llm", "aiohttp")],
+)
+def test_a_command_without_its_extra_names_the_extra(
+    argv: list[str], extra: str, module: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    from swe_gym.cli.main import main
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == module else found(name, *a))
+    assert main(argv) == 2
+    assert f"{module} (not installed): pip install 'swe_gym[{extra}]'" in capsys.readouterr().err

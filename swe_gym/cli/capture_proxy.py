@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from swe_gym.errors import ConfigError
+from swe_gym.errors import ConfigError, require_extra
 from swe_gym.policies.llm.config import ENV_PREFIX
 from swe_gym.settings import setting
 
@@ -33,6 +33,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_extra("swe-gym capture-proxy", "llm", "aiohttp", "httpx")
     from swe_gym.policies.llm.capture_proxy import CaptureProxy, serve
 
     upstream = args.upstream or setting(ENV_PREFIX, "BASE_URL")

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from swe_gym.cli.model_flags import add_model_flags, model_values
 from swe_gym.envs.host import EpisodeHost
 from swe_gym.envs.options import EnvOptions, HostConfig, TaskSelection
-from swe_gym.errors import ConfigError
+from swe_gym.errors import ConfigError, require_extra
 from swe_gym.sandbox.registry import get_provider
 from swe_gym.tools import TOOL_NAMES
 
@@ -112,6 +112,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; then every session's sandboxes are removed."""
+    require_extra("swe-gym serve", "openenv", "openenv", "uvicorn")
     import uvicorn
 
     from swe_gym.integrations.openenv import create_app

@@ -33,7 +33,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from swe_gym.errors import ConfigError, PolicyError
@@ -229,6 +228,8 @@ class ChatClient:
 
     async def _capture(self, request: dict[str, Any], response: Any) -> TokenCall:
         """The call's exact tokens; a tokenizer endpoint that fails leaves them None, with the reason."""
+        import httpx  # the openai client's own transport: there whenever a model is called (the llm extra)
+
         if self._tokenizer is None:
             client = httpx.AsyncClient(timeout=self.config.request_timeout_s)
             separator = self._template.eos_token if self._template is not None else None

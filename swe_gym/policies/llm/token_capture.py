@@ -19,12 +19,13 @@ it ignore it). `capture` reads a response in the shape it has (`swe_gym.policies
 from __future__ import annotations
 
 import re
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from swe_gym.policies.llm.chat_template import ChatTemplate
 from swe_gym.policies.llm.tokens import Shape, Source, TokenCall
+
+if TYPE_CHECKING:
+    import httpx
 
 TOKEN_FIELDS: dict[str, Any] = {"logprobs": True, "top_logprobs": 0, "return_token_ids": True}
 COMPLETION_TOKEN_FIELDS: dict[str, Any] = {"logprobs": 0, "return_token_ids": True}
