@@ -17,7 +17,7 @@ from typing import Any
 
 from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.prompt import SUBMIT, is_submission, task_prompt
-from swe_gym.envs.text import to_observation
+from swe_gym.envs.text import masked_note, to_observation
 from swe_gym.errors import (
     ForkNotSupportedError,
     GradingError,
@@ -323,7 +323,7 @@ class Episode:
         await self.close()
         report = GradeReport(instance_id=self.task.instance_id, masked=True, masked_reason=reason)
         info.update(self._terminal_info(report, "", None))
-        return self._observe(f"[swe_gym: episode masked: {reason}]"), 0.0, False, True, info
+        return self._observe(masked_note(reason)), 0.0, False, True, info
 
     def _observe(self, text: str) -> str:
         self.last_observation = to_observation(text, self.settings.options.max_observation_chars)

@@ -38,7 +38,7 @@ import numpy as np
 
 from swe_gym.envs.episode import Episode, EpisodeSettings, Reset, StepResult
 from swe_gym.envs.options import HostConfig
-from swe_gym.envs.text import to_observation
+from swe_gym.envs.text import masked_note, to_observation
 from swe_gym.errors import ConfigError, SandboxError, SWEGymError, UnforkableSandboxError
 from swe_gym.grading.certificate import env_tasks, load_certificate
 from swe_gym.sandbox import SandboxSpec, get_provider
@@ -119,7 +119,7 @@ def as_command(action: Any) -> str:
 
 def masked_step(reason: str, max_chars: int, info: Mapping[str, Any] | None = None) -> StepResult:
     """The step that ends an episode the environment failed: truncated, reward 0.0, masked."""
-    observation = to_observation(f"[swe_gym: episode masked: {reason}]", max_chars)
+    observation = to_observation(masked_note(reason), max_chars)
     return observation, 0.0, False, True, {**(info or {}), "masked": True, "masked_reason": reason}
 
 
@@ -136,7 +136,7 @@ class Failure:
         info: dict[str, Any] = {"instance_id": self.instance_id, "provider": provider, "masked": self.masked}
         if self.masked:
             info["masked_reason"] = self.reason
-            return to_observation(f"[swe_gym: episode masked: {self.reason}]", max_chars), info
+            return to_observation(masked_note(self.reason), max_chars), info
         info["fork_failed"] = self.reason
         return to_observation(f"[swe_gym: this fork ends unresolved: {self.reason}]", max_chars), info
 

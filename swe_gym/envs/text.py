@@ -27,3 +27,8 @@ def elide_middle(text: str, max_chars: int) -> str:
 def to_observation(text: str, max_chars: int) -> str:
     """``text`` capped at ``max_chars`` (head and tail kept)."""
     return elide_middle(text, max_chars)
+
+
+def masked_note(reason: str) -> str:
+    """The observation that says an episode is masked (the environment failed), on every front end."""
+    return f"[swe_gym: episode masked: {reason}]"

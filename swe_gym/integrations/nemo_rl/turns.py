@@ -19,7 +19,7 @@ from swe_gym.envs.actions import ActionFormatError
 from swe_gym.envs.episode import Episode
 from swe_gym.envs.host import EpisodeHost
 from swe_gym.envs.prompt import SUBMIT
-from swe_gym.envs.text import to_observation
+from swe_gym.envs.text import masked_note, to_observation
 from swe_gym.errors import ConfigError
 from swe_gym.integrations.nemo_rl.actions import read_action, read_tool_calls
 from swe_gym.integrations.nemo_rl.config import SWEGymEnvConfig
@@ -209,7 +209,7 @@ class TurnRunner:
             EpisodeOutcome(live.episode_id, instance_id, reward, False, True, reason, turns, errors, True)
         )
         meta = self._meta(live, masked=True, masked_reason=reason, terminated=True, truncated=True, reward=reward)
-        text = to_observation(f"[swe_gym: episode masked: {reason}]", self.config.max_observation_chars)
+        text = to_observation(masked_note(reason), self.config.max_observation_chars)
         return Turn(live.tagged(text), reward, True, meta, None)
 
     def _masked_reward(self, instance_id: str | None) -> float:
