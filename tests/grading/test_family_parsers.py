@@ -7,6 +7,7 @@ optional ``swesmith`` package is importable, our parsers are also checked agains
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import types
@@ -18,6 +19,7 @@ from swe_gym.errors import ConfigError
 from swe_gym.grading import TestStatus, get_parser
 from swe_gym.grading.parsers import parse_r2e_gym, parse_swesmith_cargo, parse_swesmith_go, parse_swesmith_pytest
 from swe_gym.tasks.families.swesmith import swesmith_registry
+from tests.grading.swebench_lines import LINE, NESTED, run_under_other_line
 from tests.grading.test_parsers import TESTS as BASE_TESTS
 
 P, F, S, E, XF = TestStatus.PASSED, TestStatus.FAILED, TestStatus.SKIPPED, TestStatus.ERROR, TestStatus.XFAIL
@@ -165,7 +167,15 @@ def test_swesmith_profile_parsers_come_from_its_registry(monkeypatch: pytest.Mon
 
 
 def test_ours_agree_with_the_swesmith_package(swesmith_log: str) -> None:
-    registry = swesmith_registry()
+    try:
+        registry = swesmith_registry()
+    except ImportError as exc:
+        # swesmith 0.0.9 imports names swebench 5.x dropped (DOCKER_USER): compare under the 4.x line instead
+        if os.environ.get(NESTED) or LINE != "5.x":
+            raise
+        assert "swebench" in str(exc), exc
+        run_under_other_line(f"{__file__}::test_ours_agree_with_the_swesmith_package")
+        return
 
     python = registry.get("oauthlib__oauthlib.1fd52536")
     go = registry.get("gin-gonic__gin.3c12d2a8")

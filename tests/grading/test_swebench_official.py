@@ -6,12 +6,10 @@ traces of swebench's markers as a merged stdout+stderr capture shows them.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +19,7 @@ from swe_gym.grading import swebench_toolkit
 from swe_gym.grading.parsers import TestStatus
 from swe_gym.tasks.model import SWETask
 from tests.conftest import IN_CI
+from tests.grading.swebench_lines import LINE, NESTED, run_under_other_line
 
 if not IN_CI:  # the dev extra installs swebench; CI must never skip these
     pytest.importorskip("swebench")
@@ -32,7 +31,6 @@ from swe_gym.grading import swebench_api
 
 #: 4.x derives classic rows' scripts from its spec tables; 5.x has none (`swe_gym.grading.swebench_classic`).
 TABLES = swebench_api.spec_tables()
-LINE = "4.x" if TABLES is not None else "5.x"
 #: The other line runs this file too (`test_the_other_swebench_line_passes_this_file`); a test for one line only
 #: skips in the other's run, never in both.
 only_4x = pytest.mark.skipif(TABLES is None, reason="swebench 4.x only (its spec tables); the 4.x run covers it")
@@ -522,40 +520,7 @@ def test_importing_swe_gym_does_not_import_swebench() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-OTHER = {"4.x": "5.0.2", "5.x": "4.1.0"}[LINE]
-NESTED = "SWE_GYM_SWEBENCH_OTHER_LINE"
-
-
 @pytest.mark.skipif(bool(os.environ.get(NESTED)), reason="this is the other line's run of this file")
 def test_the_other_swebench_line_passes_this_file() -> None:
-    """swe_gym[swebench] takes 4.x and 5.x: this file runs again with the other line ahead on the path.
-
-    That swebench is installed once per machine (``pip install --target``, no dependencies: both lines need the
-    same ones) under /var/tmp and reused.
-    """
-    target = Path(f"/var/tmp/swe_gym-swebench-{OTHER}")
-    with open(f"{target}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (target / "swebench").is_dir():
-            pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target)]
-            done = subprocess.run([*pip, f"swebench=={OTHER}"], capture_output=True, text=True)
-            if done.returncode and not IN_CI:
-                pytest.skip(f"swebench {OTHER} could not be installed (no package index?): {done.stderr[-300:]}")
-            assert done.returncode == 0, done.stderr
-    env = {
-        **os.environ,
-        NESTED: "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH")])),
-    }
-    probe = "from importlib import metadata; print(metadata.version('swebench'))"
-    assert (
-        subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout.strip() == OTHER
-    )
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).parents[2],
-    )
-    assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-3000:]
+    """swe_gym[swebench] takes 4.x and 5.x: this file runs again with the other line ahead on the path."""
+    run_under_other_line(__file__)

@@ -181,9 +181,25 @@ def _swesmith_registry() -> Any:
     """swesmith's profile registry, or None when the optional package cannot be imported."""
     try:
         return swesmith_registry()
-    except Exception as exc:  # ImportError, or one of its own unlisted dependencies missing
-        log.info("swesmith package not importable (%s): using the Python profile's defaults", exc)
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("swesmith", "swesmith.profiles"):
+            _broken(exc)
+        else:
+            log.info("swesmith package not installed: using the Python profile's defaults")
         return None
+    except Exception as exc:  # one of its own imports failing
+        _broken(exc)
+        return None
+
+
+def _broken(exc: Exception) -> None:
+    hint = " (swesmith 0.0.9 needs swebench 4.x: pip install 'swebench<5')" if "swebench" in str(exc) else ""
+    log.warning(
+        "the swesmith package is installed but cannot be imported (%s)%s: SWE-smith rows get the Python "
+        "profile's defaults, not its per-repo profiles",
+        exc,
+        hint,
+    )
 
 
 def _profile(repo_key: str) -> Any:
