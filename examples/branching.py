@@ -7,7 +7,9 @@
 The prefix runs once; `SWEEnv.fork` then copies the episode (its sandbox's file
 system, step count, base snapshot, last observation) into N envs, each graded on
 its own, so the N branches pay for one reset instead of N and start from the same
-state. Each branch gets its own copy of the policy (a random policy reseeded per
+state. The forks are made in the env's warm pool (``pool_size=N``): the episode's
+changes replayed in started sandboxes. At the end it prints the time the fork took
+against N fresh resets replaying the prefix. Each branch gets its own copy of the policy (a random policy reseeded per
 branch; the LLM policy keeps the prefix's conversation and samples with
 ``--temperature``). ``--oracle-branch`` makes the last branch apply the task's gold
 patch (a cheating baseline that shows a resolved branch). For docker pass ``--image``.
@@ -59,6 +61,21 @@ def play(env: Any, policy: Any, observation: str, info: dict[str, Any]) -> tuple
     return steps, float(reward), info
 
 
+def fresh_starts(make: dict[str, Any], task_id: str, prefix: list[str], n: int) -> float:
+    """Seconds to reach the branch point without forking: ``n`` fresh resets of the task, each replaying ``prefix``
+    (the same commands; a policy would also have to sample them again)."""
+    env = gym.make("swe_gym/SWE-v0", pool_size=0, **make)
+    try:
+        started = time.perf_counter()
+        for _ in range(n):
+            env.reset(options={"task_id": task_id})
+            for action in prefix:
+                env.step(action)
+        return time.perf_counter() - started
+    finally:
+        env.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--branches", type=int, default=4)
@@ -76,8 +93,10 @@ def main() -> int:
     if args.branches < 1 or not 0 <= args.prefix_steps < args.max_steps:
         parser.error("need --branches >= 1 and 0 <= --prefix-steps < --max-steps")
 
-    env = gym.make("swe_gym/SWE-v0", provider=args.provider, image=args.image, max_steps=args.max_steps)
+    make = {"provider": args.provider, "image": args.image, "max_steps": args.max_steps}
+    env = gym.make("swe_gym/SWE-v0", pool_size=args.branches, **make)  # the forks are made in its pool's sandboxes
     branches: list[Any] = []
+    prefix: list[str] = []
     try:
         policy = make_policy(args)
         observation, info = env.reset(seed=args.seed)
@@ -88,13 +107,16 @@ def main() -> int:
             while action.strip() == SUBMIT and isinstance(policy, RandomPolicy):  # the prefix never ends the episode
                 action = policy.act(observation, info)
             observation, _, terminated, truncated, info = env.step(action)
+            prefix.append(action)
             print(f"  prefix: {action.splitlines()[0][:70]!r} -> exit {info['exit_code']}")
             if terminated or truncated:
                 print("the prefix ended the episode; nothing to branch")
                 return 1
+        env.unwrapped.host.call(env.unwrapped.host.settings.pool.wait_ready())  # a trainer's pool is warm by now
         started = time.perf_counter()
         branches = env.unwrapped.fork(args.branches)
-        print(f"forked {args.branches} branches in {time.perf_counter() - started:.2f} s")
+        fork_s = time.perf_counter() - started
+        print(f"forked {args.branches} branches in {fork_s:.3f} s")
         results = []
         for b, branch in enumerate(branches):
             oracle = args.oracle_branch and b == len(branches) - 1
@@ -110,6 +132,11 @@ def main() -> int:
             )
         best = max(range(len(results)), key=results.__getitem__)
         print(f"best of {len(results)}: branch {best} with reward {results[best]:.1f}")
+        fresh_s = fresh_starts(make, env.unwrapped.task.instance_id, prefix, args.branches)
+        print(
+            f"time to the branch point: fork {fork_s:.3f} s vs {args.branches} fresh resets replaying the prefix "
+            f"{fresh_s:.3f} s: {fresh_s - fork_s:.3f} s saved ({fresh_s / fork_s:.1f}x)"
+        )
     except SWEGymError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -132,12 +132,18 @@ class Episode:
         return info
 
     async def fork(self, settings: EpisodeSettings | None = None) -> Episode:
-        """A new episode in this one's state, continuing on its own (``close`` each).
+        """A new episode in this one's state, continuing on its own (``close`` each); see `forks`."""
+        return (await self.forks(1, settings))[0]
+
+    async def forks(self, n: int, settings: EpisodeSettings | None = None) -> list[Episode]:
+        """``n`` new episodes in this one's state, each continuing on its own (``close`` each).
 
         Same task, step count, base snapshot (its patch is taken against the same base), last observation;
-        its sandbox is a fork of this one's (`AsyncSandbox.fork`: the file system copied, no process carried
-        over) and, with ``prestart_grading``, its own grading sandbox starts now. ``settings``: the new
-        episode's (default: this one's; e.g. without the warm pool of an env it must not depend on).
+        each sandbox is a fork of this one's (the file system copied, no process carried over): made in the
+        warm pool's started sandboxes where there is one (`SandboxPool.fork`: one copy of what the episode
+        changed, replayed in each), else with `AsyncSandbox.fork`. With ``prestart_grading`` each starts its
+        own grading sandbox now. ``settings``: the new episodes' (default: this one's; e.g. without the warm
+        pool of an env they must not depend on).
 
         A fork that fails is judged against a control: a fresh sandbox of the task, forked the same way. If
         that forks, the failure is what the agent did to its sandbox, and `UnforkableSandboxError` is raised
@@ -147,10 +153,13 @@ class Episode:
         if self.done or self.sandbox is None:
             raise RuntimeError("only a live episode can fork: this one is over (or never started); reset() first")
         started = time.perf_counter()
-        child = Episode(settings or self.settings, self.task)
         labels = {"task_id": self.task.instance_id}
+        pool = self.settings.pool
         try:
-            child.sandbox = await self.sandbox.fork(labels=labels)
+            if pool is not None:
+                sandboxes = await pool.fork(self.sandbox, n, labels=labels)
+            else:
+                sandboxes = await self.sandbox.forks(n, labels=labels)
         except (ForkNotSupportedError, SandboxDiedError):
             raise
         except SandboxError as exc:
@@ -160,12 +169,16 @@ class Episode:
                     f"{self.task.instance_id} can be: the agent's changes to it are the cause"
                 ) from exc
             raise
-        child.steps, child.last_observation, child._base_tree = self.steps, self.last_observation, self._base_tree
-        child.editor_history = self.editor_history.copy()
-        child.forked_from = self.sandbox.id
-        child._reset_s = time.perf_counter() - started
-        child._prestart_grader()
-        return child
+        children = []
+        for sandbox in sandboxes:
+            child = Episode(settings or self.settings, self.task)
+            child.sandbox, child.forked_from = sandbox, self.sandbox.id
+            child.steps, child.last_observation, child._base_tree = self.steps, self.last_observation, self._base_tree
+            child.editor_history = self.editor_history.copy()
+            child._reset_s = time.perf_counter() - started
+            child._prestart_grader()
+            children.append(child)
+        return children
 
     async def _control_forks(self, labels: dict[str, str]) -> bool:
         """Whether a fresh sandbox of this task (never the pool's) forks: False when either step fails."""

@@ -335,21 +335,17 @@ class EpisodeHost:
 
     async def fork_out(self, key: Key, n: int) -> list[EpisodeHost]:
         """``n`` hosts, each running a fork of the episode at ``key`` (at the same key), sharing this host's
-        config and tasks but not its pool; if one fork fails, the others are closed and its error raised, except
-        a fork the agent made impossible: then each host holds that `Failure`, so each branch ends unresolved."""
+        config and tasks but not its pool (the forks are made in it: `Episode.forks`); if one fork fails, none is
+        kept and its error raised, except a fork the agent made impossible: then each host holds that `Failure`,
+        so each branch ends unresolved."""
         episode = self.episodes.get(key)
         if episode is None or episode.done:
             raise RuntimeError("only a live episode can fork: call reset() (and do not end the episode) first")
         settings = dataclasses.replace(episode.settings, pool=None)  # the branches must not depend on our pool
-        results = await asyncio.gather(*(episode.fork(settings) for _ in range(n)), return_exceptions=True)
-        made = [result for result in results if isinstance(result, Episode)]
-        failures = [result for result in results if not isinstance(result, Episode)]
-        if failures:
-            await asyncio.gather(*(to_the_end(branch.close()) for branch in made), return_exceptions=True)
-            agents = [failure for failure in failures if isinstance(failure, UnforkableSandboxError)]
-            if len(agents) < len(failures):
-                raise next(failure for failure in failures if not isinstance(failure, UnforkableSandboxError))
-            verdict = Failure(str(agents[0]), episode.task.instance_id, masked=False)
+        try:
+            made = await episode.forks(n, settings)  # all or none
+        except UnforkableSandboxError as exc:
+            verdict = Failure(str(exc), episode.task.instance_id, masked=False)
             log.warning("fork of episode %r ends unresolved: %s", key, verdict.reason)
             return [EpisodeHost._branch(self, key, verdict) for _ in range(n)]
         return [EpisodeHost._branch(self, key, branch) for branch in made]

@@ -22,6 +22,7 @@ from typing import Literal
 
 from swe_gym.errors import ChannelTamperedError, SandboxDiedError, SandboxError
 from swe_gym.sandbox.channel import REPLY_GRACE_S, Channel
+from swe_gym.sandbox.delta import Delta
 from swe_gym.sandbox.loop import to_the_end
 from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
 from swe_gym.shown_text import to_text
@@ -199,6 +200,13 @@ class RunnerSandbox(ABC):
 
     async def upload_tar(self, archive: bytes, dest: str) -> None:
         await self._call({"op": "untar", "path": self._abs(dest)}, archive, timeout=600)
+
+    async def apply_delta(self, delta: Delta, root: str = "/") -> None:
+        """A fork's changes into this sandbox (`swe_gym.sandbox.delta`): its deletions, then the tar's entries
+        replace what is at their paths, owners and modes kept, then the image's own files get the source's
+        metadata (the runner's ``delta``)."""
+        header = {"op": "delta", "path": root, "remove": delta.remove, "clear": delta.clear, "touch": delta.touch}
+        await self._call(header, delta.archive, timeout=600)
 
     async def status(self) -> SandboxStatus:
         if self._closed:

@@ -86,12 +86,17 @@ async def fork_backend(
             f"the {provider.name} provider cannot fork a sandbox (it has no fork(sandbox, spec); see "
             "swe_gym.sandbox.protocol.SandboxForker); start a new sandbox instead"
         )
+    await check_forkable(source)
+    return await _gated(provider, lambda: provider.fork(source, spec), "fork", retries, FORK_PERMANENT)
+
+
+async def check_forkable(source: SandboxBackend) -> None:
+    """A `SandboxError` unless ``source`` is live (`SandboxDiedError` when it stopped answering)."""
     status = await source.status()
     if status is SandboxStatus.CLOSED:
         raise SandboxError(f"cannot fork sandbox {source.id}: it is closed")
     if status is SandboxStatus.DEAD:
         raise SandboxDiedError(f"cannot fork sandbox {source.id}: it stopped answering")
-    return await _gated(provider, lambda: provider.fork(source, spec), "fork", retries, FORK_PERMANENT)
 
 
 async def _gated(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,20 @@ class AsyncSandbox:
         if self.backend.shell_live:
             backend.shell_live = True  # its first persistent command says the shell was not carried over
         return AsyncSandbox(backend, self.provider)
+
+    async def forks(
+        self, n: int, *, labels: Mapping[str, str] | None = None, ttl_s: float | None = None
+    ) -> list[AsyncSandbox]:
+        """``n`` forks of this sandbox (see `fork`), all or none: if one fails, those made are closed."""
+        results = await asyncio.gather(
+            *(self.fork(labels=labels, ttl_s=ttl_s) for _ in range(n)), return_exceptions=True
+        )
+        made = [result for result in results if isinstance(result, AsyncSandbox)]
+        failed = [result for result in results if isinstance(result, BaseException)]
+        if failed:
+            await asyncio.gather(*(box.close() for box in made), return_exceptions=True)
+            raise failed[0]
+        return made
 
     @property
     def id(self) -> str:

@@ -13,12 +13,14 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel
 
 from swe_gym.errors import SandboxError
+from swe_gym.sandbox.create import check_forkable, fork_spec
 from swe_gym.sandbox.facade import AsyncSandbox, ProviderLike
+from swe_gym.sandbox.protocol import PoolForker
 from swe_gym.sandbox.registry import get_provider
 from swe_gym.sandbox.spec import SandboxSpec, SandboxStatus
 
@@ -33,6 +35,7 @@ class PoolStats(BaseModel):
     created: int = 0
     discarded: int = 0
     failed: int = 0
+    forked: int = 0  # forks made in ready sandboxes (`SandboxPool.fork`)
 
 
 def spec_key(spec: SandboxSpec) -> str:
@@ -56,6 +59,7 @@ class SandboxPool:
         self._evicting: set[asyncio.Task[None]] = set()
         self._specs: dict[str, SandboxSpec] = {}
         self._filling: dict[str, asyncio.Task[None]] = {}
+        self._due: dict[str, asyncio.TimerHandle] = {}  # refills to start a moment after a take
         self._closed = False
 
     def ready_count(self, spec: SandboxSpec | None = None) -> int:
@@ -83,7 +87,61 @@ class SandboxPool:
             # Refill a moment later unless empty: starting a sandbox right away would compete
             # for the CPU with the caller's setup of the one just handed over.
             delay = REFILL_DELAY_S if queue else 0.0
-            asyncio.get_running_loop().call_later(delay, self._refill, key)
+            self._refill_later(key, delay)
+
+    async def fork(
+        self, source: AsyncSandbox, n: int = 1, *, labels: Mapping[str, str] | None = None
+    ) -> list[AsyncSandbox]:
+        """``n`` forks of ``source`` (see `AsyncSandbox.fork`), made in ready sandboxes of its spec where the provider
+        can (`PoolForker`: one copy of what the source changed, replayed in each); the rest, or all where it cannot,
+        with `AsyncSandbox.fork`. The pool refills behind. A fork from the pool keeps the TTL its pooled sandbox
+        was started with (more than half of it is left: see `take`). All or none: on failure every fork is closed.
+        """
+        spec = fork_spec(source.backend, labels)
+        provider = self.provider
+        ready: list[AsyncSandbox] = []
+        if isinstance(provider, PoolForker) and source.provider is provider and not self._closed:
+            await check_forkable(source.backend)
+            ready = await self._take_ready(source.spec, n)
+        forks: list[AsyncSandbox] = []
+        if ready:
+            try:
+                replayed = await provider.fork_into(source.backend, [box.backend for box in ready])
+            except SandboxError as exc:
+                log.warning("a fork into the pool's sandboxes failed (%s); forking anew", exc)
+                replayed = False
+            if replayed:
+                for box in ready:
+                    box.backend.spec = spec
+                    box.backend.shell_live = source.backend.shell_live
+                forks = ready
+            else:
+                await asyncio.gather(*(box.close() for box in ready), return_exceptions=True)
+        try:
+            rest = await source.forks(n - len(forks), labels=labels) if len(forks) < n else []
+        except BaseException:
+            await asyncio.gather(*(box.close() for box in forks), return_exceptions=True)
+            raise
+        self.stats.forked += len(forks)
+        return forks + rest
+
+    async def _take_ready(self, spec: SandboxSpec, n: int) -> list[AsyncSandbox]:
+        """Up to ``n`` ready, live sandboxes of ``spec`` (fewer, or none, if the pool has fewer); refill behind."""
+        key = self._register(spec)
+        queue, taken = self._ready[key], []
+        while queue and len(taken) < n:
+            born, box = queue.popleft()
+            if time.monotonic() - born < spec.ttl_s / 2:
+                taken.append(box)
+            else:
+                self.stats.discarded += 1
+                await box.close()
+        alive = await asyncio.gather(*(box.status() for box in taken))
+        dead = [box for box, status in zip(taken, alive, strict=True) if status is not SandboxStatus.RUNNING]
+        self.stats.discarded += len(dead)
+        await asyncio.gather(*(box.close() for box in dead), return_exceptions=True)
+        self._refill_later(key, REFILL_DELAY_S)
+        return [box for box in taken if box not in dead]
 
     def prefetch(self, specs: Iterable[SandboxSpec]) -> None:
         """Start filling for the first ``max_specs`` distinct specs that are coming, in order."""
@@ -97,12 +155,22 @@ class SandboxPool:
             self._refill(key)
 
     async def wait_ready(self) -> None:
-        """Until every background refill has finished (tests and benchmarks)."""
-        while pending := [task for task in self._filling.values() if not task.done()]:
-            await asyncio.gather(*pending, return_exceptions=True)
+        """Until every background refill, those due a moment after a take included, has finished (tests and
+        benchmarks)."""
+        while True:
+            pending = [task for task in self._filling.values() if not task.done()]
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+            elif self._due:
+                await asyncio.sleep(REFILL_DELAY_S / 5)
+            else:
+                return
 
     async def close(self) -> None:
         self._closed = True
+        for due in self._due.values():
+            due.cancel()
+        self._due.clear()
         for task in self._filling.values():
             task.cancel()
         await asyncio.gather(*self._filling.values(), return_exceptions=True)
@@ -123,6 +191,9 @@ class SandboxPool:
         """Forget the least recently used spec: stop its refill and close its ready sandboxes."""
         queue = self._ready.pop(key)
         self._specs.pop(key, None)
+        due = self._due.pop(key, None)
+        if due is not None:
+            due.cancel()
         filling = self._filling.pop(key, None)
         if filling is not None:
             filling.cancel()
@@ -142,7 +213,14 @@ class SandboxPool:
         """Pooled sandboxes serve any task: they carry the pool label instead of the task's."""
         return spec.model_copy(update={"labels": {"pool": "true"}})
 
+    def _refill_later(self, key: str, delay: float) -> None:
+        due = self._due.pop(key, None)
+        if due is not None:
+            due.cancel()
+        self._due[key] = asyncio.get_running_loop().call_later(delay, self._refill, key)
+
     def _refill(self, key: str) -> None:
+        self._due.pop(key, None)
         running = self._filling.get(key)
         if self._closed or key not in self._ready or (running is not None and not running.done()):
             return

@@ -119,6 +119,22 @@ class SandboxForker(Protocol):
 
 
 @runtime_checkable
+class PoolForker(Protocol):
+    """Optional provider capability: fork into sandboxes already started (a warm pool's; `SandboxPool.fork`).
+
+    A fork that way costs what the source's commands changed, not a sandbox start. ``fork_into(sandbox,
+    targets)`` makes each of ``targets`` (started sandboxes of this provider with ``sandbox``'s spec, labels
+    aside, in which nothing but their runner has run) a fork of ``sandbox`` as `SandboxForker.fork` defines
+    one: the file system copied (taken once for all targets, between commands, the source frozen where it can
+    be), none of the source's processes. It returns False, with the targets untouched, where this source cannot
+    be copied that way (e.g. a change too big to replay): the caller forks the usual way then. A `SandboxError`
+    means the copy failed and the targets must not be used.
+    """
+
+    async def fork_into(self, sandbox: SandboxBackend, targets: list[SandboxBackend]) -> bool: ...
+
+
+@runtime_checkable
 class ImageInspector(Protocol):
     """Optional provider capability: what the provider knows of an image (e.g. docker; `ImageCommitter` has it).
 

@@ -33,6 +33,7 @@ import io
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -714,6 +715,48 @@ def _untar(payload, dest):
         archive.extractall(dest, **kwargs)
 
 
+def _remove(path):
+    """Whatever is at ``path`` goes (a directory with its contents; a symlink itself, never its target)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def _apply_delta(payload, root, remove, clear, touch):
+    """A fork's changes, copied into this sandbox (see ``PoolForker`` on the host).
+
+    ``remove``: paths the source deleted; ``clear``: directories it emptied and filled anew (only the tar's
+    entries stay in them). Then each entry of the tar replaces whatever is at its path (never written through a
+    symlink there), with its numeric owner, mode and times as they are: the host built the tar from the source's
+    writable layer, so nothing is filtered out. ``touch``: files whose bytes are the image's, given their
+    (path, mode, uid, gid, mtime); each must be here as a regular file (else the fork is made the usual way).
+    """
+    for path in remove:
+        _remove(os.path.join(root, path))
+    for path in clear:
+        directory = os.path.join(root, path)
+        for name in os.listdir(directory) if os.path.isdir(directory) else ():
+            _remove(os.path.join(directory, name))
+    kwargs = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
+    with tarfile.open(fileobj=io.BytesIO(payload)) as archive:
+        members = archive.getmembers()
+        for member in members:
+            target = os.path.join(root, member.name)
+            a_directory = os.path.isdir(target) and not os.path.islink(target)
+            if os.path.lexists(target) and not (member.isdir() and a_directory):
+                _remove(target)
+        archive.extractall(root, members, numeric_owner=True, **kwargs)
+    for path, mode, uid, gid, mtime in touch:
+        target = os.path.join(root, path)
+        if os.path.islink(target) or not os.path.isfile(target):
+            raise OSError("%s is not the image's file here" % target)
+        if os.geteuid() == 0:
+            os.chown(target, uid, gid)
+        os.chmod(target, mode)
+        os.utime(target, (mtime, mtime))
+
+
 def handle(req, payload, reaper, wake_fd, host=None):
     op = req.get("op")
     if op == "ping":
@@ -740,6 +783,9 @@ def handle(req, payload, reaper, wake_fd, host=None):
         return {"ok": True}, data
     if op == "untar":
         _untar(payload, req["path"])
+        return {"ok": True}, b""
+    if op == "delta":
+        _apply_delta(payload, req["path"], req.get("remove", []), req.get("clear", []), req.get("touch", []))
         return {"ok": True}, b""
     return {"ok": False, "error": "unknown op %r" % (op,)}, b""
 

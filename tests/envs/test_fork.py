@@ -14,7 +14,19 @@ from tests.conftest import leftover_sandboxes, provider_setup
 from tests.envs.test_env_api import gold_action
 
 
-def test_branches_diverge_and_are_graded_on_their_own(env: gym.Env) -> None:
+@pytest.mark.parametrize("pool_size", [0, 2])
+def test_branches_diverge_and_are_graded_on_their_own(pool_size: int) -> None:
+    """Without a pool each branch is a new sandbox; with one, the episode's changes replayed in the pool's."""
+    provider_setup("local")
+    env = gym.make("swe_gym/SWE-v0", max_steps=5, pool_size=pool_size)
+    try:
+        _diverge(env, pool_size)
+    finally:
+        env.close()
+    assert not any(leftover_sandboxes().values())
+
+
+def _diverge(env: gym.Env, pool_size: int) -> None:
     unwrapped = env.unwrapped
     with pytest.raises(RuntimeError, match="reset"):
         unwrapped.fork()
@@ -23,8 +35,12 @@ def test_branches_diverge_and_are_graded_on_their_own(env: gym.Env) -> None:
     obs, *_ = env.step("ls")
     with pytest.raises(ConfigError, match="n >= 1"):
         unwrapped.fork(0)
+    pool = unwrapped.host.settings.pool
+    if pool is not None:
+        unwrapped.host.call(pool.wait_ready())
     solver, quitter = unwrapped.fork(2)
     try:
+        assert (pool.stats.forked if pool else 0) == pool_size  # both from the pool when it has them
         for branch in (solver, quitter):
             episode, origin = branch.host.episode(0), unwrapped.host.episode(0)
             assert branch is not unwrapped and branch.task is unwrapped.task and branch.host.settings.pool is None
@@ -45,8 +61,6 @@ def test_branches_diverge_and_are_graded_on_their_own(env: gym.Env) -> None:
     finally:
         solver.close()
         quitter.close()
-    env.close()
-    assert not any(leftover_sandboxes().values())
 
 
 def test_branches_outlive_their_source(env: gym.Env) -> None:
@@ -65,11 +79,12 @@ def test_branches_outlive_their_source(env: gym.Env) -> None:
 
 def test_vector_env_forks_sub_envs_from_live_ones() -> None:
     provider_setup("local")
-    envs = SWEVectorEnv(3, provider="local", autoreset_mode=AutoresetMode.DISABLED, max_steps=10)
+    envs = SWEVectorEnv(3, provider="local", autoreset_mode=AutoresetMode.DISABLED, max_steps=10, pool_size=2)
     try:
         obs, infos = envs.reset(seed=0, options={"fork_from": [None, 0, 0]})  # 0 resets, then 1 and 2 fork it
         assert len(set(infos["instance_id"])) == 1 and obs[1] == obs[0] == obs[2]
         assert list(infos["_forked_from"]) == [False, True, True]
+        assert envs.host.settings.pool.stats.forked >= 1  # forks are made in the pool's sandboxes
         envs.step(["echo zero > mine", "echo one > mine", "true"])
         obs, infos = envs.reset(options={"reset_mask": [False, False, True], "fork_from": [None, None, 1]})
         assert infos["step"][2] == 1 and obs[2] == obs[1] and not infos["_instance_id"][0]

@@ -70,6 +70,25 @@ class Cgroup:
             log.warning("local sandboxes run without pids/memory limits: cgroups unusable (%s)", reason)
         return None
 
+    @classmethod
+    def freezer_of(cls, pid: int) -> Cgroup | None:
+        """The freezer group process ``pid`` is in (v1 ``freezer``, or v2's own group), or None when this
+        process cannot freeze it (e.g. a container runtime's group: a fork freezes it for ms, not docker pause's)."""
+        try:
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            if "freezer" in controllers.split(","):
+                group, control = CGROUP_ROOT / "freezer" / path.lstrip("/"), "freezer.state"
+            elif controllers == "" and not (CGROUP_ROOT / "freezer").is_dir():
+                group, control = CGROUP_ROOT / path.lstrip("/"), "cgroup.freeze"
+            else:
+                continue
+            return cls([group]) if os.access(group / control, os.W_OK) else None
+        return None
+
     @property
     def procs_files(self) -> list[str]:
         return [str(group / "cgroup.procs") for group in self.dirs]

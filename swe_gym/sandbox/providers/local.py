@@ -245,6 +245,17 @@ class LocalProvider(HomeProvider):
             raise
         return launch.result()
 
+    async def fork_into(self, sandbox: SandboxBackend, targets: list[SandboxBackend]) -> bool:
+        """Copy ``sandbox``'s workspace, ``/tmp`` and home into each started sandbox of ``targets`` (their runners
+        see them at once: the directories are bound, not overlaid); False for a target isolated otherwise."""
+        if not isinstance(sandbox, LocalSandbox):
+            return False
+        homes = [target.home for target in targets if isinstance(target, LocalSandbox)]
+        if len(homes) != len(targets) or any(t.isolated != sandbox.isolated for t in targets):  # type: ignore[attr-defined]
+            return False
+        await sandbox.copy_out([([sandbox.home / name for name in WRITABLE], home) for home in homes])
+        return True
+
     async def _launch(self, sandbox_id: str, home: Path, spec: SandboxSpec, isolated: bool) -> LocalSandbox:
         """Start the runner on ``home``'s directories (made by `create`, or copied by `fork`)."""
         work = home / "work"

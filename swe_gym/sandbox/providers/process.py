@@ -103,8 +103,9 @@ class ProcessSandbox(RunnerSandbox):
     async def copy_out(self, copies: Sequence[tuple[Sequence[Path], Path]], *, into: bool = False) -> None:
         """For a fork: copy each group of directories (of this sandbox's home) into its target directory.
 
-        Each (sources, target) puts ``target / source.name`` for each source (a missing one: empty); with
-        ``into``, each group is one source whose contents go into the existing ``target`` (concurrently). Done
+        Each (sources, target) puts ``target / source.name`` for each source (a missing one: empty; an existing
+        one is copied into); with ``into``, each group is one source whose contents go into the existing
+        ``target``. The groups are copied concurrently. Done
         between two commands (`quiet`) and with every process of the sandbox frozen where its cgroup has a
         freezer, so a daemon it left running cannot tear the copy.
         """
@@ -119,8 +120,9 @@ class ProcessSandbox(RunnerSandbox):
                 for sources, target in [] if into else copies:
                     target.mkdir(parents=True, exist_ok=True)
                     for missing in [source for source in sources if not source.is_dir()]:
-                        (target / missing.name).mkdir()
-                    await copy_tree([source for source in sources if source.is_dir()], target)
+                        (target / missing.name).mkdir(exist_ok=True)
+                groups = [] if into else copies
+                await asyncio.gather(*(copy_tree([s for s in group if s.is_dir()], target) for group, target in groups))
             finally:
                 if frozen:
                     assert cgroup is not None

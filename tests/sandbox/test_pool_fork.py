@@ -1,0 +1,132 @@
+"""Forks from the warm pool (`SandboxPool.fork`): the source's changes replayed in sandboxes the pool started, on
+every provider (those without `PoolForker` fork anew, through the same call), as copies as faithful and isolated
+as a fork into a new sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox import delta as delta_module
+from swe_gym.sandbox.loop import run_sync
+from swe_gym.sandbox.pool import SandboxPool
+from swe_gym.sandbox.protocol import PoolForker
+from tests.conftest import leftover_sandboxes, provider_setup
+from tests.sandbox.test_provider_contract import DAEMON, DAEMON_RUNS
+
+#: Providers whose forks from the pool replay the changes in a pooled sandbox (the others fork anew).
+REPLAYING = {"local", "docker"}
+#: On an image: a file of the image deleted (a whiteout), a directory of it deleted and made anew (opaque, so the
+#: image's other files there must not come back), a symlink of it replaced by a file (written beside, never through
+#: the link: its target stays the image's), owners and modes (setuid, sticky) kept, and a file of the image with
+#: new metadata only (sent as that metadata).
+IMAGE_CHANGES = (
+    "rm -f /etc/debian_version && rm -rf /usr/share/doc/bash && mkdir /usr/share/doc/bash "
+    "&& echo new > /usr/share/doc/bash/only && rm /usr/bin/awk && echo notalink > /usr/bin/awk "
+    "&& echo owned > owned && chmod 4755 owned && mkdir -p sticky && chmod 1777 sticky "
+    "&& chmod 640 /etc/issue && touch -d @1000000000 /etc/issue"  # the image's bytes, new metadata: a touch entry
+)
+#: Where commands are root (docker): owners other than root's, kept as numbers.
+OWNERS = "chown 1234:2345 owned && chmod 4755 owned"  # chown clears setuid: mode again
+IMAGE_CHECK = (
+    "test -e /etc/debian_version || echo gone; ls /usr/share/doc/bash; cat /usr/bin/awk; "
+    "test -L /etc/alternatives/awk && echo alternative-kept; stat -c '%a' owned sticky; stat -c '%a %Y' /etc/issue"
+)
+IMAGE_EXPECTED = ["gone", "only", "notalink", "alternative-kept", "4755", "1777", "640", "1000000000"]
+
+
+def test_forks_from_the_pool_are_faithful_isolated_copies(isolated_provider: str) -> None:
+    """Repository, /tmp, $HOME and (on images) the image's files as the source left them; no process; writes never
+    cross between the source and its forks; labels and ids of their own; the pool refills behind."""
+    config, image = provider_setup(isolated_provider)
+    spec = SandboxSpec(image=image, env={"SWE_GYM_PROBE": "probe"})
+
+    async def scenario() -> None:
+        pool = SandboxPool(config, size=3)
+        source: AsyncSandbox | None = None
+        forks: list[AsyncSandbox] = []
+        try:
+            pool.prefetch([spec])
+            await pool.wait_ready()
+            source = await pool.take(spec)
+            await asyncio.sleep(0.5)
+            await pool.wait_ready()
+            changes = "mkdir -p pkg ~/.local/lib && echo repo > pkg/f.txt && echo tmp > /tmp/t && echo lib > "
+            changes += f"~/.local/lib/m.py && {DAEMON}"
+            assert (await source.exec(changes)).ok
+            if image is not None:
+                assert (await source.exec(IMAGE_CHANGES)).ok
+            if isolated_provider == "docker":
+                assert (await source.exec(OWNERS)).ok
+            forks = await pool.fork(source, 2, labels={"branch": "b"})
+            replayed = isinstance(pool.provider, PoolForker) and isolated_provider in REPLAYING
+            assert pool.stats.forked == (2 if replayed else 0)
+            assert len({source.id, *(fork.id for fork in forks)}) == 3
+            for fork in forks:
+                assert fork.spec.labels == {**source.spec.labels, "branch": "b", "forked_from": source.id}
+                probe = f'cat pkg/f.txt /tmp/t ~/.local/lib/m.py; echo "$SWE_GYM_PROBE"; {DAEMON_RUNS}'
+                assert (await fork.exec(probe)).output.split() == ["repo", "tmp", "lib", "probe", "none"]
+                if image is not None:
+                    assert (await fork.exec(IMAGE_CHECK)).output.split() == IMAGE_EXPECTED
+                if isolated_provider == "docker":
+                    assert (await fork.exec("stat -c %u:%g owned")).output == "1234:2345\n"
+            assert (await source.exec(DAEMON_RUNS)).output == "running\n"
+            for name, box in (("one", forks[0]), ("two", forks[1]), ("source", source)):
+                await box.exec(f"echo {name} > pkg/f.txt; echo {name} > /tmp/t; echo {name} > only-{name}")
+            for name, box in (("one", forks[0]), ("two", forks[1]), ("source", source)):
+                assert (await box.exec("cat pkg/f.txt /tmp/t; ls only-*")).output.split() == [
+                    name,
+                    name,
+                    f"only-{name}",
+                ]
+            await asyncio.sleep(0.5)
+            await pool.wait_ready()
+            assert pool.ready_count(spec) == 3  # refilled in the background
+        finally:
+            await asyncio.gather(*(box.close() for box in [*forks, *([source] if source else [])]))
+            await pool.close()
+
+    run_sync(scenario())
+    assert not any(leftover_sandboxes().values())
+
+
+@pytest.mark.parametrize("provider", ["local", "docker"])
+def test_a_short_pool_forks_the_rest_anew_and_a_big_change_forks_anew(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fork(3) from a pool holding 1: one replayed, two new sandboxes, all alike. A change past the replay's limit
+    (docker: content bytes or entries) forks into a new sandbox."""
+    config, image = provider_setup(provider)
+    spec = SandboxSpec(image=image)
+
+    async def scenario() -> None:
+        pool = SandboxPool(config, size=1)
+        source = forks = None
+        try:
+            pool.prefetch([spec])
+            await pool.wait_ready()
+            source = await AsyncSandbox.create(spec, pool.provider)
+            await source.exec("echo state > f")
+            forks = await pool.fork(source, 3)
+            assert pool.stats.forked == 1 and len(forks) == 3
+            assert [(await fork.read_file("f")) for fork in forks] == [b"state\n"] * 3
+            if provider == "docker":
+                await asyncio.gather(*(fork.close() for fork in forks))
+                forks = []
+                await asyncio.sleep(0.5)
+                await pool.wait_ready()
+                for limit, value in (("MAX_DELTA_BYTES", 4), ("MAX_DELTA_ENTRIES", 1)):  # too much to replay
+                    monkeypatch.setattr(delta_module, limit, value)
+                    forks += await pool.fork(source, 1)
+                    assert pool.stats.forked == 1 and (await forks[-1].read_file("f")) == b"state\n"
+                    monkeypatch.undo()
+                    await asyncio.sleep(0.5)
+                    await pool.wait_ready()
+        finally:
+            await asyncio.gather(*(box.close() for box in [*(forks or []), *([source] if source else [])]))
+            await pool.close()
+
+    run_sync(scenario())
+    assert not any(leftover_sandboxes().values())
