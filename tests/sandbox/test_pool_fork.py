@@ -54,7 +54,7 @@ def test_forks_from_the_pool_are_faithful_isolated_copies(isolated_provider: str
             await asyncio.sleep(0.5)
             await pool.wait_ready()
             changes = "mkdir -p pkg ~/.local/lib && echo repo > pkg/f.txt && echo tmp > /tmp/t && echo lib > "
-            changes += f"~/.local/lib/m.py && {DAEMON}"
+            changes += f"~/.local/lib/m.py && touch \"$(printf 'odd-\\377')\" && {DAEMON}"  # a name not UTF-8
             assert (await source.exec(changes)).ok
             if image is not None:
                 assert (await source.exec(IMAGE_CHANGES)).ok
@@ -66,8 +66,9 @@ def test_forks_from_the_pool_are_faithful_isolated_copies(isolated_provider: str
             assert len({source.id, *(fork.id for fork in forks)}) == 3
             for fork in forks:
                 assert fork.spec.labels == {**source.spec.labels, "branch": "b", "forked_from": source.id}
-                probe = f'cat pkg/f.txt /tmp/t ~/.local/lib/m.py; echo "$SWE_GYM_PROBE"; {DAEMON_RUNS}'
-                assert (await fork.exec(probe)).output.split() == ["repo", "tmp", "lib", "probe", "none"]
+                probe = f'cat pkg/f.txt /tmp/t ~/.local/lib/m.py; echo "$SWE_GYM_PROBE"; {DAEMON_RUNS}; '
+                probe += "test -e \"$(printf 'odd-\\377')\" && echo odd"
+                assert (await fork.exec(probe)).output.split() == ["repo", "tmp", "lib", "probe", "none", "odd"]
                 if image is not None:
                     assert (await fork.exec(IMAGE_CHECK)).output.split() == IMAGE_EXPECTED
                 if isolated_provider == "docker":
