@@ -130,8 +130,8 @@ PROVIDERS: dict[str, tuple[dict[str, Any], str | None]] = {
 }
 #: Providers that isolate the sandbox from the host.
 ISOLATED = ["local", "docker", "apptainer", "opensandbox"]
-#: Where the runner is the sandbox's PID 1, so `kill -9 -1` inside cannot stop it.
-RUNNER_IS_PID1 = {"local", "docker"}
+#: Where the runner is the sandbox's PID 1, so `kill -9 -1` inside cannot stop it (``runner_protected``).
+RUNNER_IS_PID1 = {"local", "docker", "apptainer"}
 
 
 def provider_setup(name: str) -> tuple[dict[str, Any], str | None]:

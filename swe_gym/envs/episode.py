@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,7 +161,11 @@ class Episode:
                 sandboxes = await pool.fork(self.sandbox, n, labels=labels)
             else:
                 sandboxes = await self.sandbox.forks(n, labels=labels)
-        except (ForkNotSupportedError, SandboxDiedError):
+        except ForkNotSupportedError:
+            raise
+        except SandboxDiedError as exc:
+            if (blame := await self._agents_doing(exc)) is not None:
+                raise UnforkableSandboxError(blame) from exc
             raise
         except SandboxError as exc:
             if await self._control_forks(labels):
@@ -182,6 +187,37 @@ class Episode:
 
     async def _control_forks(self, labels: dict[str, str]) -> bool:
         """Whether a fresh sandbox of this task (never the pool's) forks: False when either step fails."""
+
+        async def forks(control: AsyncSandbox) -> None:
+            await (await control.fork(labels=labels)).close()
+
+        return await self._control(forks)
+
+    async def _agents_doing(self, exc: SandboxDiedError) -> str | None:
+        """Why a sandbox found dead between commands is the agent's doing, or None: the environment's (masked).
+
+        Where the runner is PID 1 of the sandbox's PID namespace (``runner_protected``) nothing inside can end it,
+        so the death came from outside. Elsewhere (OpenSandbox's execd, an unisolated local sandbox) a process the
+        agent left running can end it after its command returned; then the death is judged against a control: if a
+        fresh sandbox of the task starts and runs a command, the environment works and the death is the agent's.
+        """
+        sandbox = self.sandbox
+        if sandbox is None or sandbox.backend.runner_protected:
+            return None
+
+        async def runs(control: AsyncSandbox) -> None:
+            if not (await control.exec("true", timeout=60)).ok:
+                raise SandboxError("the control sandbox could not run a command")
+
+        if not await self._control(runs):
+            return None
+        return (
+            f"its sandbox stopped answering between commands ({exc}); on {sandbox.provider_name} the sandbox's own "
+            "processes can end its runner, and a fresh sandbox of the task runs: counted as the agent's doing"
+        )
+
+    async def _control(self, check: Callable[[AsyncSandbox], Awaitable[None]]) -> bool:
+        """Whether ``check`` passes on a fresh sandbox of this task (never the pool's), made as the agent's is."""
         settings = self.settings
         scrub = settings.options.scrub_history
         try:
@@ -189,14 +225,12 @@ class Episode:
         except SWEGymError:
             return False
         try:
-            branch = await control.fork(labels=labels)
+            await check(control)
         except SWEGymError:
             return False
-        else:
-            await branch.close()
-            return True
         finally:
             await control.close()
+        return True
 
     async def act(self, action: Any) -> StepResult:
         """One action of an env with ``tools``: a tool call (any shape `swe_gym.tools.as_tool_call` takes) or a
@@ -236,6 +270,8 @@ class Episode:
             output, info["exit_code"], info["timed_out"] = "error: the edit timed out", -1, True
         except SandboxDiedError as exc:
             info.update(exit_code=-1, duration_s=time.perf_counter() - started)
+            if (blame := await self._agents_doing(exc)) is not None:
+                return await self._finish("", info, terminated=True, broken=blame)
             return await self.end_masked(f"sandbox died: {exc}", info)
         info["duration_s"] = time.perf_counter() - started
         if self.steps >= self.settings.options.max_steps:
@@ -279,6 +315,8 @@ class Episode:
                 return await self._finish(
                     "", info, terminated=True, broken=f"the agent's command broke its sandbox: {exc}"
                 )
+            if (blame := await self._agents_doing(exc)) is not None:
+                return await self._finish("", info, terminated=True, broken=blame)
             return await self.end_masked(f"sandbox died: {exc}", info)
         info.update(
             exit_code=result.exit_code,
@@ -354,8 +392,9 @@ class Episode:
         try:
             patch = await extract_patch(self.sandbox, self._base_tree)
         except SandboxDiedError as exc:
-            if broken is None:
+            if broken is None and (broken := await self._agents_doing(exc)) is None:
                 return await self.end_masked(f"sandbox died before the patch was read: {exc}", info)
+            note = broken
         except GradingError as exc:
             note = str(exc)  # the agent broke its repository: graded as an empty patch
         finally:

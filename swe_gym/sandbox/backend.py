@@ -89,6 +89,9 @@ class RunnerSandbox(ABC):
     """
 
     provider_name: str = "runner"
+    #: Whether nothing the sandbox runs can end its runner (it is PID 1 of the sandbox's PID namespace, which ignores
+    #: signals from inside), so a sandbox found dead between commands was ended from outside.
+    runner_protected: bool = False
     #: Whether this sandbox's persistent shell should be running (its last command left it so); a fork copies
     #: it, so the fork's first persistent command says the shell was not carried over.
     shell_live: bool = False

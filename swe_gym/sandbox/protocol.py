@@ -27,6 +27,10 @@ class SandboxBackend(Protocol):
     """Whether the persistent shell should be running (its last command left it so). ``AsyncSandbox.fork`` sets
     it on a fork of a sandbox with a live shell, so the fork's first persistent command says the shell was not
     carried over; a backend reads it when it starts a new persistent shell."""
+    runner_protected: bool
+    """Whether nothing the sandbox runs can end its runner (PID 1 of the sandbox's PID namespace). Where it can
+    (False), a sandbox found dead between commands may be the agent's doing: the episode judges it against a
+    control instead of masking it."""
 
     @property
     def network_isolated(self) -> bool:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import swe_gym  # noqa: F401 - registers the env
 from swe_gym.errors import ImageNotSetError
 from swe_gym.shown_text import to_text
-from tests.conftest import ISOLATED, kill_from_outside, provider_setup
+from tests.conftest import ISOLATED, RUNNER_IS_PID1, kill_from_outside, provider_setup
 
 STEP_TIMEOUT = 3.0
 
@@ -102,8 +102,12 @@ def test_sandbox_killed_from_outside_masks_the_episode(provider: str) -> None:
         environment.reset(seed=0)
         kill_from_outside(environment.unwrapped.sandbox)
         obs, reward, terminated, truncated, info = environment.step("ls")
-        assert truncated and not terminated and reward == 0.0
-        assert info["masked"] and "sandbox died" in info["masked_reason"]
+        if provider in RUNNER_IS_PID1:  # nothing inside can end the runner: an outside death, masked
+            assert truncated and not terminated and reward == 0.0
+            assert info["masked"] and "sandbox died" in info["masked_reason"]
+        else:  # the sandbox's own processes could have (tests/redteam/test_runner_killer.py): judged by a control
+            assert terminated and not truncated and reward == 0.0 and not info["masked"]
+            assert "counted as the agent's doing" in obs
         assert environment.observation_space.contains(obs)
         environment.reset(seed=0)  # and the next episode is fine
         assert environment.step("echo ok")[0] == "ok\n"

@@ -46,6 +46,10 @@ class DelegatingSandbox:
     def network_isolated(self) -> bool:
         return self.inner.network_isolated
 
+    @property
+    def runner_protected(self) -> bool:
+        return self.inner.runner_protected
+
     async def exec(
         self,
         command: str | bytes,

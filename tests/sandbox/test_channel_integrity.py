@@ -97,7 +97,7 @@ def test_opensandbox_forged_reply_into_the_client_is_rejected() -> None:
             box.exec("echo hello")
 
 
-@pytest.mark.parametrize("name", ["local-unisolated", "apptainer", "opensandbox"])
+@pytest.mark.parametrize("name", ["local-unisolated", "opensandbox"])
 def test_a_command_that_kills_the_runner_is_a_death_during_the_call(name: str) -> None:
     assert name not in RUNNER_IS_PID1
     with make_sandbox(name) as box:

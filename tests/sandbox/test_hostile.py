@@ -29,7 +29,7 @@ def test_kill_all_processes(isolated_provider: str) -> None:
             result = box.exec("kill -9 -1; echo after-kill", timeout=10)
             assert not result.timed_out
             assert box.exec("echo still-here").output == "still-here\n"
-        else:  # apptainer's PID 1 is its init shim; OpenSandbox's execd is an ordinary process
+        else:  # OpenSandbox's execd is an ordinary process
             with pytest.raises(SandboxDiedError):
                 box.exec("kill -9 -1; sleep 5; echo after-kill", timeout=10)
                 box.exec("echo still-here", timeout=10)

@@ -6,7 +6,9 @@ over its stdin/stdout: the equivalent of an instance, with state kept between
 steps, but one that cannot outlive us. The container dies with the runner, and
 the runner exits when our end of its pipe closes (even if this process is
 killed) or at its TTL. Each sandbox gets ``--containall --cleanenv`` (own PID,
-IPC and mount namespaces; no host home, no host environment), ``--net --network
+IPC and mount namespaces; no host home, no host environment), ``--pid --no-init``
+(the runner is PID 1 of its PID namespace, so nothing the agent leaves running can
+kill it; apptainer's init shim would be PID 1 otherwise), ``--net --network
 none`` unless the spec asks for network, and a writable overlay directory of its
 own on disk (the ``--writable-tmpfs`` default of 64 MiB is too small for real
 repositories), with ``/tmp``, ``/var/tmp`` and ``$HOME`` on disk too (``--workdir``,
@@ -77,6 +79,7 @@ class ApptainerProviderConfig(BaseModel):
 
 class ApptainerSandbox(ProcessSandbox):
     provider_name = "apptainer"
+    runner_protected = True  # PID 1 of its own PID namespace (--pid --no-init)
     sif: Path
     writable: str = "overlay"
 
@@ -105,7 +108,8 @@ class ApptainerProvider(HomeProvider):
 
     def _exec_argv(self, spec: SandboxSpec, sif: Path, home: Path) -> list[str]:
         no_privs = self.config.no_privs if self.config.no_privs is not None else needs_no_privs()
-        argv = [self.binary, "exec", "--containall", "--cleanenv", "--pwd", "/"]
+        # --pid --no-init: the runner is PID 1 of the container's PID namespace, which nothing inside can kill.
+        argv = [self.binary, "exec", "--containall", "--cleanenv", "--pid", "--no-init", "--pwd", "/"]
         argv += ["--no-privs"] if no_privs else []
         argv += [] if spec.network else ["--net", "--network", "none"]
         if self.config.writable == "overlay":

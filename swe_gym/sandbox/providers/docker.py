@@ -139,6 +139,7 @@ class _AttachProtocol(asyncio.Protocol):
 
 class DockerSandbox(RunnerSandbox):
     provider_name = "docker"
+    runner_protected = True  # the container's PID 1
 
     def __init__(self, container_id: str, spec: SandboxSpec, api: Any) -> None:
         super().__init__(container_id[:12], spec, spec.workdir)

@@ -181,6 +181,11 @@ class LocalSandbox(ProcessSandbox):
     isolated = False
 
     @property
+    def runner_protected(self) -> bool:  # type: ignore[override]
+        """Under bwrap the runner is PID 1 of its PID namespace; unisolated, its commands can kill it."""
+        return self.isolated
+
+    @property
     def network_isolated(self) -> bool:
         """Unisolated (no bwrap), commands share the host's network whatever the spec says."""
         return self.isolated and not self.spec.network
