@@ -10,7 +10,7 @@ from typing import Any
 from swe_gym.errors import ForkNotSupportedError
 from swe_gym.sandbox.backend import tar_directory
 from swe_gym.sandbox.create import create_backend, fork_backend, fork_spec
-from swe_gym.sandbox.loop import run_sync
+from swe_gym.sandbox.loop import gather_made, run_sync
 from swe_gym.sandbox.protocol import SandboxBackend, SandboxProvider
 from swe_gym.sandbox.registry import get_provider
 from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
@@ -70,9 +70,7 @@ class AsyncSandbox:
         self, n: int, *, labels: Mapping[str, str] | None = None, ttl_s: float | None = None
     ) -> list[AsyncSandbox]:
         """``n`` forks of this sandbox (see `fork`), all or none: if one fails, those made are closed."""
-        results = await asyncio.gather(
-            *(self.fork(labels=labels, ttl_s=ttl_s) for _ in range(n)), return_exceptions=True
-        )
+        results = await gather_made([self.fork(labels=labels, ttl_s=ttl_s) for _ in range(n)], AsyncSandbox.close)
         made = [result for result in results if isinstance(result, AsyncSandbox)]
         failed = [result for result in results if isinstance(result, BaseException)]
         if failed:

@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
@@ -86,6 +86,32 @@ async def to_the_end(awaitable: Awaitable[T]) -> T:
     if cancelled:
         raise asyncio.CancelledError from (None if task.cancelled() else task.exception())
     return task.result()
+
+
+async def gather_made(
+    starts: Sequence[Awaitable[T]], cleanup: Callable[[T], Awaitable[None]]
+) -> list[T | BaseException]:
+    """Each start's result or error, as ``gather(..., return_exceptions=True)``, except when we are cancelled
+    meanwhile: a plain gather then drops the results of the starts already done (a container, a sandbox made)
+    with its own; here those still running are cancelled (a half-made thing undoes itself) and those done are
+    handed to ``cleanup``, to the end, before the cancellation goes on."""
+    tasks = [asyncio.ensure_future(start) for start in starts]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks)
+    except asyncio.CancelledError:
+        for task in tasks:
+            task.cancel()
+
+        async def undo() -> None:
+            await asyncio.wait(tasks)
+            made = [task.result() for task in tasks if not task.cancelled() and task.exception() is None]
+            await asyncio.gather(*(cleanup(result) for result in made), return_exceptions=True)
+
+        await to_the_end(undo())
+        raise
+    return [asyncio.CancelledError() if task.cancelled() else task.exception() or task.result() for task in tasks]
 
 
 def _forget_parent_state() -> None:

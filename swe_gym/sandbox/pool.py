@@ -13,13 +13,15 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import TypeVar
 
 from pydantic import BaseModel
 
 from swe_gym.errors import SandboxError
 from swe_gym.sandbox.create import check_forkable, fork_spec
 from swe_gym.sandbox.facade import AsyncSandbox, ProviderLike
+from swe_gym.sandbox.loop import gather_made, to_the_end
 from swe_gym.sandbox.protocol import PoolForker
 from swe_gym.sandbox.registry import get_provider
 from swe_gym.sandbox.spec import SandboxSpec, SandboxStatus
@@ -27,6 +29,8 @@ from swe_gym.sandbox.spec import SandboxSpec, SandboxStatus
 log = logging.getLogger(__name__)
 
 REFILL_DELAY_S = 0.25
+RUNNING = SandboxStatus.RUNNING
+T = TypeVar("T")
 
 
 class PoolStats(BaseModel):
@@ -76,7 +80,7 @@ class SandboxPool:
         try:
             while queue:
                 born, box = queue.popleft()
-                if time.monotonic() - born < spec.ttl_s / 2 and await box.status() is SandboxStatus.RUNNING:
+                if time.monotonic() - born < spec.ttl_s / 2 and await _held(box, box.status()) is RUNNING:
                     self.stats.hits += 1
                     return box
                 self.stats.discarded += 1
@@ -100,13 +104,13 @@ class SandboxPool:
         spec = fork_spec(source.backend, labels)
         provider = self.provider
         ready: list[AsyncSandbox] = []
-        if isinstance(provider, PoolForker) and source.provider is provider and not self._closed:
+        if isinstance(provider, PoolForker) and _same(source.provider, provider) and not self._closed:
             await check_forkable(source.backend)
             ready = await self._take_ready(source.spec, n)
         forks: list[AsyncSandbox] = []
         if ready:
             try:
-                replayed = await provider.fork_into(source.backend, [box.backend for box in ready])
+                replayed = await _held(ready, provider.fork_into(source.backend, [box.backend for box in ready]))
             except SandboxError as exc:
                 log.warning("a fork into the pool's sandboxes failed (%s); forking anew", exc)
                 replayed = False
@@ -136,8 +140,8 @@ class SandboxPool:
             else:
                 self.stats.discarded += 1
                 await box.close()
-        alive = await asyncio.gather(*(box.status() for box in taken))
-        dead = [box for box, status in zip(taken, alive, strict=True) if status is not SandboxStatus.RUNNING]
+        alive = await _held(taken, asyncio.gather(*(box.status() for box in taken)))
+        dead = [box for box, status in zip(taken, alive, strict=True) if status is not RUNNING]
         self.stats.discarded += len(dead)
         await asyncio.gather(*(box.close() for box in dead), return_exceptions=True)
         self._refill_later(key, REFILL_DELAY_S)
@@ -230,17 +234,38 @@ class SandboxPool:
         spec = self._pool_spec(self._specs[key])
         while not self._closed and key in self._ready and len(self._ready[key]) < self.size:
             need = self.size - len(self._ready[key])
-            results = await asyncio.gather(
-                *(AsyncSandbox.create(spec, self.provider) for _ in range(need)), return_exceptions=True
+            results = await gather_made(
+                [AsyncSandbox.create(spec, self.provider) for _ in range(need)], AsyncSandbox.close
             )
+            unwanted = []  # the pool closed or forgot the spec meanwhile
             for result in results:
                 if isinstance(result, BaseException):
                     self.stats.failed += 1
                     log.warning("sandbox pool could not start a sandbox: %s", result)
                 elif self._closed or key not in self._ready:
-                    await result.close()
+                    unwanted.append(result)
                 else:
                     self.stats.created += 1
                     self._ready[key].append((time.monotonic(), result))
+            await to_the_end(asyncio.gather(*(box.close() for box in unwanted), return_exceptions=True))
             if any(isinstance(r, BaseException) for r in results):
                 return  # no hot loop on a failing provider; the next take retries
+
+
+def _same(one: object, other: object) -> bool:
+    """The same provider: one instance, or two of one class and equal options (each config dict makes its own)."""
+    if one is other:
+        return True
+    options = getattr(one, "config", None)
+    return type(one) is type(other) and options is not None and options == getattr(other, "config", None)
+
+
+async def _held(boxes: AsyncSandbox | list[AsyncSandbox], awaitable: Awaitable[T]) -> T:
+    """``awaitable``, awaited while ``boxes`` are out of the queue and not yet handed over: if it fails or we are
+    cancelled meanwhile, they are closed (to the end) before the error goes on, never dropped."""
+    try:
+        return await awaitable
+    except BaseException:
+        held = boxes if isinstance(boxes, list) else [boxes]
+        await to_the_end(asyncio.gather(*(box.close() for box in held), return_exceptions=True))
+        raise
