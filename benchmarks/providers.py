@@ -41,7 +41,8 @@ Why it is fair
 Run: ``python benchmarks/providers.py [--providers NAME ...] [--steps N] [--creates N] [--resets N] [--image IMG]
 [--json OUT]`` (about 2-3 minutes with all four). Envs, sandboxes and the apptainer instance are closed in
 ``finally``; the run ends with a leak check (containers of this run labelled ``swe_gym.managed=true`` or with this
-run's baseline label, this script's apptainer instances, this run's local/apptainer sandbox homes): exit 1 on a leak.
+run's baseline label, this script's apptainer instances, this run's local/apptainer sandbox homes and checkpoints,
+its docker checkpoint images): exit 1 on a leak.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ from bench_common import (
 import swe_gym  # noqa: F401  (registers swe_gym/SWE-v0)
 from swe_gym.errors import ProviderUnavailableError
 from swe_gym.sandbox import Sandbox, SandboxSpec, current_run_id, get_provider
+from swe_gym.sandbox.checkpoints import CHECKPOINT_DIR
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.providers.local import bwrap_works
 from swe_gym.sandbox.providers.sif import needs_no_privs
@@ -342,6 +344,24 @@ def run_homes() -> list[str]:
     return found
 
 
+def run_checkpoints(docker_checked: bool) -> list[str]:
+    """This run's checkpoints: directories under the local and apptainer roots, docker checkpoint images."""
+    found = []
+    for name in ("local", "apptainer"):
+        saved: Path = get_provider(name).config.root / CHECKPOINT_DIR  # type: ignore[attr-defined]
+        for meta in saved.glob("*/meta.json") if saved.is_dir() else []:
+            try:
+                if json.loads(meta.read_text()).get("labels", {}).get("swe_gym.run_id") == current_run_id():
+                    found.append(f"{name}:{meta.parent.name}")
+            except (OSError, ValueError):
+                continue
+    if docker_checked:
+        argv = ["docker", "images", "-q", "--filter", f"label=swe_gym.run_id={current_run_id()}"]
+        argv += ["--filter", "label=swe_gym.checkpoint"]
+        found += [f"docker:{i}" for i in subprocess.run(argv, capture_output=True, text=True).stdout.split()]
+    return found
+
+
 def full_leak_check(docker_checked: bool) -> dict[str, int]:
     result = leak_check(BENCH_TOKEN) if docker_checked else {}
     instances = [i for i in apptainer_instances() if i == INSTANCE_NAME]
@@ -349,8 +369,12 @@ def full_leak_check(docker_checked: bool) -> dict[str, int]:
     deadline = time.monotonic() + 10.0
     while (homes := run_homes()) and time.monotonic() < deadline:
         time.sleep(0.25)
-    print(f"leftover apptainer instances of this script: {len(instances)}; sandbox homes of this run: {len(homes)}")
-    return {**result, "apptainer_instances": len(instances), "sandbox_homes": len(homes)}
+    saved = run_checkpoints(docker_checked)
+    print(
+        f"leftover apptainer instances of this script: {len(instances)}; sandbox homes of this run: {len(homes)}; "
+        f"checkpoints of this run: {len(saved)}"
+    )
+    return {**result, "apptainer_instances": len(instances), "sandbox_homes": len(homes), "checkpoints": len(saved)}
 
 
 # -- reporting -----------------------------------------------------------------------------------------------------

@@ -107,3 +107,17 @@ def require_extra(what: str, extra: str, *modules: str) -> None:
     missing = [module for module in modules if importlib.util.find_spec(module) is None]
     if missing:
         raise ConfigError(f"{what} needs {', '.join(missing)} (not installed): pip install 'swe_gym[{extra}]'")
+
+
+class CheckpointNotSupportedError(SandboxError, NotImplementedError):
+    """This provider cannot checkpoint a sandbox (it lacks `swe_gym.sandbox.protocol.SandboxCheckpointer`)."""
+
+
+class CheckpointNotFoundError(SandboxError, ConfigError):
+    """A checkpoint handed to resume or restore is gone (removed, or cleaned up): the caller's to replace, never
+    masked. Start a new episode, or checkpoint more often with a longer ``ttl_s``."""
+
+
+class CheckpointExpiredError(CheckpointNotFoundError):
+    """A checkpoint's TTL has passed: it is not restored even where its files are still there (``swe-gym cleanup
+    --expired`` removes it)."""

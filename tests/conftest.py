@@ -22,6 +22,7 @@ import pytest
 
 from swe_gym.errors import ProviderUnavailableError
 from swe_gym.sandbox import AsyncSandbox, Sandbox, SandboxSpec, current_run_id, get_provider
+from swe_gym.sandbox.checkpoints import CHECKPOINT_DIR
 from swe_gym.sandbox.providers.local import bwrap_works
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -194,24 +195,37 @@ def leftover_sandboxes(run_id: str | None = None) -> dict[str, list[str]]:
         found["opensandbox"] = [c.labels["opensandbox.io/id"] for c in containers if "opensandbox.io/id" in c.labels]
         fork_images = {"label": [f"swe_gym.run_id={run_id}", "swe_gym.forked_from"]}  # docker forks by commit
         found["docker-fork-images"] = [image.short_id for image in docker.from_env().images.list(filters=fork_images)]
+        checkpoints = {"label": [f"swe_gym.run_id={run_id}", "swe_gym.checkpoint"]}
+        found["docker-checkpoints"] = [image.short_id for image in docker.from_env().images.list(filters=checkpoints)]
+    for name, root in (("local", local.config.root), ("apptainer", apptainer_root)):
+        saved = root / CHECKPOINT_DIR
+        found[f"{name}-checkpoints"] = [
+            d.name for d in (saved.iterdir() if saved.is_dir() else []) if run_id in _read(d / "meta.json")
+        ]
     if _opensandbox_problem() is None:
+        from swe_gym.sandbox.providers.opensandbox import CHECKPOINT_PREFIX
+
         found["opensandbox-snapshots"] = _fork_snapshots(run_id)
+        found["opensandbox-checkpoints"] = _fork_snapshots(run_id, CHECKPOINT_PREFIX)
     return found
 
 
-def _fork_snapshots(run_id: str) -> list[str]:
-    """The OpenSandbox snapshots forks of ``run_id`` made (named ``swe_gym.fork.<run id>.<time>``)."""
+def _fork_snapshots(run_id: str, prefix: str | None = None) -> list[str]:
+    """The OpenSandbox snapshots forks of ``run_id`` made (named ``swe_gym.fork.<run id>.<time>``), or with
+    ``prefix`` its checkpoints (``swe_gym.checkpoint.<run id>.<created>.<expires>``)."""
     from opensandbox import SandboxManager
     from opensandbox.models.sandboxes import SnapshotFilter
 
     from swe_gym.sandbox.loop import run_sync
     from swe_gym.sandbox.providers.opensandbox import SNAPSHOT_PREFIX
 
+    named = f"{prefix or SNAPSHOT_PREFIX}.{run_id}."
+
     async def listing() -> list[str]:
         manager = await SandboxManager.create(get_provider("opensandbox").connection())
         try:
             found = await manager.list_snapshots(SnapshotFilter(page_size=200))
-            return [s.id for s in found.snapshot_infos if (s.name or "").startswith(f"{SNAPSHOT_PREFIX}.{run_id}.")]
+            return [s.id for s in found.snapshot_infos if (s.name or "").startswith(named)]
         finally:
             await manager.close()
 

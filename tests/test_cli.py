@@ -70,7 +70,7 @@ def test_errors_are_one_line_without_traceback() -> None:
     assert result.stderr.strip().splitlines()[-1].startswith("error: unknown sandbox provider 'nope'")
     assert "Traceback" not in result.stderr
     result = swe_gym("cleanup")
-    assert result.returncode == 2 and "--run-id ID, --older-than AGE, or --all" in result.stderr
+    assert result.returncode == 2 and "--run-id ID, --older-than AGE, --expired, or --all" in result.stderr
 
 
 def test_errors_name_the_flag_not_the_python_api() -> None:

@@ -1,4 +1,4 @@
-"""``swe-gym cleanup``: remove sandboxes this library left behind, and images it prepared (docker)."""
+"""``swe-gym cleanup``: remove sandboxes this library left behind, images it prepared (docker), and checkpoints."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from swe_gym.errors import ConfigError, ProviderUnavailableError
 from swe_gym.sandbox.loop import run_sync
+from swe_gym.sandbox.protocol import SandboxCheckpointer
 from swe_gym.sandbox.registry import available_providers, get_provider
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -28,7 +29,9 @@ def add_parser(commands: Any) -> None:
         help="remove sandboxes swe_gym created, by run, by age, or all",
         description="Remove sandboxes labelled as created by swe_gym, and on docker the prepared images (tasks' "
         "images with their git history scrubbed) no container still uses. Say which: --run-id, --older-than, "
-        "or --all (which also removes live sandboxes of other swe_gym processes).",
+        "or --all (which also removes live sandboxes of other swe_gym processes). Checkpoints (durable episodes) "
+        "go with their run (--run-id, --all); an age sweep (--older-than) takes only those past their TTL, and "
+        "--expired removes expired checkpoints alone.",
     )
     p.add_argument("--provider", default="all", help="docker, local, another provider, or all (default: all)")
     p.add_argument("--run-id", default=None, help="only sandboxes of this run (see SWE_GYM_RUN_ID)")
@@ -40,18 +43,29 @@ def add_parser(commands: Any) -> None:
         help="only sandboxes older than this (e.g. 90s, 30m, 2h, 1d)",
     )
     p.add_argument("--all", action="store_true", help="every swe_gym sandbox, including live ones")
+    p.add_argument(
+        "--expired",
+        action="store_true",
+        help="only checkpoints past their TTL (of --run-id's run, older than --older-than), no sandbox",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Clean each selected provider; an unavailable one is skipped under ``all``, an error when named."""
-    if not (args.all or args.run_id or args.older_than is not None):
-        raise ConfigError("say which sandboxes to remove: --run-id ID, --older-than AGE, or --all")
+    if not (args.all or args.run_id or args.older_than is not None or args.expired):
+        raise ConfigError("say which sandboxes to remove: --run-id ID, --older-than AGE, --expired, or --all")
     names = available_providers() if args.provider == "all" else [args.provider]
     for name in names:
         try:
             provider = get_provider(name)
-            removed = run_sync(provider.cleanup(run_id=args.run_id, older_than_s=args.older_than))
+            if args.expired:
+                if not isinstance(provider, SandboxCheckpointer):
+                    continue
+                older = 0.0 if args.older_than is None else args.older_than  # an age filter: expired ones only
+                removed = run_sync(provider.cleanup_checkpoints(run_id=args.run_id, older_than_s=older))
+            else:
+                removed = run_sync(provider.cleanup(run_id=args.run_id, older_than_s=args.older_than))
         except ProviderUnavailableError as exc:
             if args.provider != "all":
                 raise

@@ -12,14 +12,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from swe_gym.envs.checkpoint import VERSION as CHECKPOINT_VERSION
+from swe_gym.envs.checkpoint import EpisodeCheckpoint, options_of, provider_config
 from swe_gym.envs.options import EnvOptions
 from swe_gym.envs.prompt import SUBMIT, is_submission, task_prompt
 from swe_gym.envs.text import masked_note, to_observation
 from swe_gym.errors import (
+    ConfigError,
     ForkNotSupportedError,
     GradingError,
     SandboxDiedError,
@@ -30,6 +33,7 @@ from swe_gym.errors import (
 from swe_gym.grading import GradeReport, extract_patch, grade_async, snapshot
 from swe_gym.grading.certificate import Certificate
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox.checkpoints import DEFAULT_TTL_S
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.sandbox.protocol import SandboxProvider
 from swe_gym.sandbox.spec import SandboxStatus
@@ -429,3 +433,46 @@ class Episode:
             "reset_s": self._reset_s,
             "grade_s": report.duration_s,
         }
+
+    # -- durable episodes: checkpoint, and resume in any process (swe_gym.envs.checkpoint) ----------------------
+
+    async def checkpoint(
+        self, *, labels: Mapping[str, str] | None = None, ttl_s: float = DEFAULT_TTL_S
+    ) -> EpisodeCheckpoint:
+        """Save this live episode (it goes on): its sandbox's file system (`AsyncSandbox.checkpoint`: a running
+        command is waited for) and what the episode holds besides, as a handle `resumed` goes on from."""
+        if self.done or self.sandbox is None:
+            raise RuntimeError("only a live episode can be checkpointed: this one is over (or never started)")
+        saved = await self.sandbox.checkpoint(labels={"task_id": self.task.instance_id, **(labels or {})}, ttl_s=ttl_s)
+        options, selection = options_of(self.settings.options)
+        return EpisodeCheckpoint(
+            task=self.task,
+            options=options,
+            selection=selection,
+            provider=provider_config(self.settings.provider),
+            sandbox=saved,
+            steps=self.steps,
+            last_observation=self.last_observation,
+            base_tree=self._base_tree,
+            editor_history=self.editor_history.copy().before,
+        )
+
+    @classmethod
+    async def resumed(cls, settings: EpisodeSettings, checkpoint: EpisodeCheckpoint) -> Episode:
+        """The episode ``checkpoint`` saved, going on in a sandbox restored from it (`AsyncSandbox.restore`) with
+        its step count, last observation, patch base and editor history; with ``prestart_grading`` it starts its
+        own grading sandbox. The checkpoint stays (resume it again for another episode)."""
+        if checkpoint.version != CHECKPOINT_VERSION:
+            raise ConfigError(
+                f"checkpoint {checkpoint.id} is of version {checkpoint.version}; this swe_gym reads version "
+                f"{CHECKPOINT_VERSION}: resume it with the swe_gym that took it"
+            )
+        started = time.perf_counter()
+        episode = cls(settings, checkpoint.task)
+        labels = {"task_id": checkpoint.task.instance_id}
+        episode.sandbox = await AsyncSandbox.restore(checkpoint.sandbox, settings.provider, labels=labels)
+        episode.steps, episode.last_observation = checkpoint.steps, checkpoint.last_observation
+        episode._base_tree, episode.editor_history = checkpoint.base_tree, checkpoint.history()
+        episode._reset_s = time.perf_counter() - started
+        episode._prestart_grader()
+        return episode

@@ -36,12 +36,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from swe_gym.envs.checkpoint import EpisodeCheckpoint
 from swe_gym.envs.episode import Episode, EpisodeSettings, Reset, StepResult
 from swe_gym.envs.options import HostConfig
 from swe_gym.envs.text import masked_note, to_observation
 from swe_gym.errors import ConfigError, SandboxError, SWEGymError, UnforkableSandboxError
 from swe_gym.grading.certificate import env_tasks, load_certificate
 from swe_gym.sandbox import SandboxSpec, get_provider
+from swe_gym.sandbox.checkpoints import DEFAULT_TTL_S
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import background_loop, in_loop_thread, offload, run_sync, to_the_end
 from swe_gym.sandbox.pool import SandboxPool, spec_key
@@ -380,3 +382,31 @@ class EpisodeHost:
         for task in self.tasks:
             if task.repo_source is not None:
                 await offload(repo_archive, task)
+
+    # -- durable episodes (swe_gym.envs.checkpoint) ------------------------------------------------------------
+
+    async def checkpoint(
+        self, key: Key, *, labels: Mapping[str, str] | None = None, ttl_s: float = DEFAULT_TTL_S
+    ) -> EpisodeCheckpoint:
+        """Save the live episode at ``key`` (it goes on); see `Episode.checkpoint`."""
+        episode = self.episodes.get(key)
+        if episode is None or episode.done:
+            raise RuntimeError("only a live episode can be checkpointed: call reset() (and do not end it) first")
+        return await episode.checkpoint(labels=labels, ttl_s=ttl_s)
+
+    async def resume(self, key: Key, checkpoint: EpisodeCheckpoint) -> Reset:
+        """The episode at ``key`` becomes the one ``checkpoint`` saved (`Episode.resumed`), its reset's info with
+        ``resumed_from`` (the checkpoint's id) and ``step``. A checkpoint that is gone or expired raises
+        (`CheckpointNotFoundError`: the caller's to replace); a restore the environment fails masks, as a reset."""
+        previous = self.episodes.pop(key, None)
+        self.failures.pop(key, None)
+        try:
+            return await self._started(key, None, self._resumed(key, checkpoint), checkpoint.task.instance_id)
+        finally:
+            self.release(previous)
+
+    async def _resumed(self, key: Key, checkpoint: EpisodeCheckpoint) -> Reset:
+        resumed = self.episodes[key] = await Episode.resumed(self.settings, checkpoint)
+        info = resumed.reset_info()
+        info.update(resumed_from=checkpoint.id, step=resumed.steps)
+        return resumed.last_observation, info

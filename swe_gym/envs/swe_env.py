@@ -11,15 +11,18 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
 
+from swe_gym.envs.checkpoint import EpisodeCheckpoint
 from swe_gym.envs.host import EpisodeHost, host_config
 from swe_gym.envs.spaces import env_spaces
 from swe_gym.errors import ConfigError
 from swe_gym.sandbox import AsyncSandbox
+from swe_gym.sandbox.checkpoints import DEFAULT_TTL_S
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.tasks import SWETask
 from swe_gym.tasks.loader import TaskSource
@@ -156,3 +159,42 @@ class SWEEnv(gym.Env[str, Any]):
         host = getattr(self, "host", None)
         if host is not None and getattr(self, "_owner_pid", None) == os.getpid() and not sys.is_finalizing():
             host.close()
+
+    # -- durable episodes (swe_gym.envs.checkpoint; docs/checkpoints.md) ---------------------------------------
+
+    #: After `resume`: the resumed episode's reset, ``(observation, info)`` as ``reset`` returns them (``info`` has
+    #: ``resumed_from``, the checkpoint's id, and ``step``); None on an env made otherwise.
+    resumed: tuple[str, dict[str, Any]] | None = None
+
+    def checkpoint(self, *, labels: Mapping[str, str] | None = None, ttl_s: float = DEFAULT_TTL_S) -> EpisodeCheckpoint:
+        """Save the live episode so that any process can go on with it (`resume`); this env goes on unaffected.
+
+        The handle is small JSON (``handle.save(path)`` / ``EpisodeCheckpoint.load(path)``): the task, this env's
+        options and provider config, the step count, last observation, patch base, editor history and the
+        provider's saved copy of the sandbox's file system (taken between commands; processes are not saved, as in
+        a fork). It carries our labels, the task id, ``labels`` and a TTL (``ttl_s``, default a day); remove it with
+        ``handle.remove()``, or ``swe-gym cleanup --expired`` does once it expired.
+        """
+        return self.host.call(self.host.checkpoint(SLOT, labels=labels, ttl_s=ttl_s))
+
+    @classmethod
+    def resume(cls, checkpoint: EpisodeCheckpoint | str | Path, **overrides: Any) -> SWEEnv:
+        """A new env going on with the episode ``checkpoint`` saved (a handle, or the path of one saved), in any
+        process: its next ``step`` continues it (step count, observation, files, patch base) and is graded as it
+        would have been; a later ``reset`` starts a fresh episode, as usual. `resumed` holds its reset.
+
+        The env is built with the checkpoint's arguments (its task source, or the task alone for record sources;
+        options; provider config) and ``overrides`` replacing any of them (e.g. ``provider=`` with secrets, or a
+        ``pool_size``). The checkpoint is not consumed: resuming it again gives another independent episode (a fork
+        of the saved one). A checkpoint past its TTL or removed is a `CheckpointNotFoundError` (an expired one:
+        `CheckpointExpiredError`), raised, never a masked or zero-reward episode.
+        """
+        if not isinstance(checkpoint, EpisodeCheckpoint):
+            checkpoint = EpisodeCheckpoint.load(checkpoint)
+        env = cls(**{**checkpoint.env_arguments(), **overrides})
+        try:
+            env.resumed = env.host.call(env.host.resume(SLOT, checkpoint))
+        except BaseException:
+            env.close()
+            raise
+        return env

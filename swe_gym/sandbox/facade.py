@@ -7,9 +7,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from swe_gym.errors import ForkNotSupportedError
+from swe_gym.errors import CheckpointNotSupportedError, ForkNotSupportedError
 from swe_gym.sandbox.backend import tar_directory
-from swe_gym.sandbox.create import create_backend, fork_backend, fork_spec
+from swe_gym.sandbox.checkpoints import (
+    DEFAULT_TTL_S,
+    SandboxCheckpoint,
+    checkpointer,
+    restore_backend,
+    restore_spec,
+)
+from swe_gym.sandbox.create import check_forkable, create_backend, fork_backend, fork_spec
 from swe_gym.sandbox.loop import gather_made, run_sync
 from swe_gym.sandbox.protocol import SandboxBackend, SandboxProvider
 from swe_gym.sandbox.registry import get_provider
@@ -125,6 +132,58 @@ class AsyncSandbox:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    # -- checkpoints: the file system saved for any later process (swe_gym.sandbox.checkpoints) ---------------
+
+    async def checkpoint(
+        self, *, labels: Mapping[str, str] | None = None, ttl_s: float = DEFAULT_TTL_S
+    ) -> SandboxCheckpoint:
+        """Save this sandbox's file system (what `fork` copies, taken the same way, a running command waited for)
+        as a handle that survives the process (``model_dump_json``); this sandbox goes on. It carries our labels,
+        this one's, ``labels`` and an expiry ``ttl_s`` from now (default a day); remove it with
+        `remove_checkpoint`, or ``swe-gym cleanup`` does past its TTL. `CheckpointNotSupportedError` where the
+        provider cannot.
+
+        >>> async with await AsyncSandbox.create(SandboxSpec(), "local") as box:  # doctest: +SKIP
+        ...     await box.exec("echo 1 > n")
+        ...     saved = await box.checkpoint(ttl_s=3600)
+        >>> async with await AsyncSandbox.restore(saved) as again:  # doctest: +SKIP
+        ...     await again.read_file("n")
+        b'1\\n'
+        """
+        if self.provider is None:
+            raise CheckpointNotSupportedError(
+                f"sandbox {self.id} was not made by AsyncSandbox.create, so its provider is unknown; "
+                "wrap it as AsyncSandbox(backend, provider) to checkpoint it"
+            )
+        await check_forkable(self.backend)
+        return await checkpointer(self.provider).checkpoint(self.backend, dict(labels or {}), ttl_s)
+
+    @classmethod
+    async def restore(
+        cls,
+        checkpoint: SandboxCheckpoint,
+        provider: ProviderLike | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        ttl_s: float | None = None,
+    ) -> AsyncSandbox:
+        """A new sandbox on ``checkpoint``'s file system, as a fork of the source would be (no process carried
+        over; the persistent shell's first command says so), with the source's spec, its labels plus ``labels``
+        and ``restored_from``, its own TTL. The checkpoint stays: each restore is another independent sandbox.
+        ``provider``: the one holding it (default: its name, default options). `CheckpointExpiredError` past its
+        TTL, `CheckpointNotFoundError` once removed."""
+        resolved = get_provider(checkpoint.provider if provider is None else provider)
+        backend = await restore_backend(resolved, checkpoint, restore_spec(checkpoint, labels, ttl_s))
+        if checkpoint.shell_live:
+            backend.shell_live = True
+        return cls(backend, resolved)
+
+    @staticmethod
+    async def remove_checkpoint(checkpoint: SandboxCheckpoint, provider: ProviderLike | None = None) -> None:
+        """Remove a checkpoint's saved copy (idempotent); sandboxes restored from it go on."""
+        resolved = get_provider(checkpoint.provider if provider is None else provider)
+        await checkpointer(resolved).remove_checkpoint(checkpoint)
+
 
 class Sandbox:
     """Blocking twin of `AsyncSandbox`, run on a shared background event loop."""
@@ -175,3 +234,25 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- checkpoints (see AsyncSandbox.checkpoint) --------------------------------------------------------------
+
+    def checkpoint(self, *, labels: Mapping[str, str] | None = None, ttl_s: float = DEFAULT_TTL_S) -> SandboxCheckpoint:
+        """Save this sandbox's file system for any later process; see `AsyncSandbox.checkpoint`."""
+        return run_sync(self.aio.checkpoint(labels=labels, ttl_s=ttl_s))
+
+    @classmethod
+    def restore(
+        cls,
+        checkpoint: SandboxCheckpoint,
+        provider: ProviderLike | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        ttl_s: float | None = None,
+    ) -> Sandbox:
+        """A new sandbox on ``checkpoint``'s file system; see `AsyncSandbox.restore`."""
+        return cls(run_sync(AsyncSandbox.restore(checkpoint, provider, labels=labels, ttl_s=ttl_s)))
+
+    @staticmethod
+    def remove_checkpoint(checkpoint: SandboxCheckpoint, provider: ProviderLike | None = None) -> None:
+        run_sync(AsyncSandbox.remove_checkpoint(checkpoint, provider))

@@ -6,9 +6,12 @@ written to these Protocols alone (without swe_gym's base classes) works everywhe
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from swe_gym.sandbox.spec import ExecResult, ImageInfo, SandboxSpec, SandboxStatus
+
+if TYPE_CHECKING:
+    from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 
 
 @runtime_checkable
@@ -165,4 +168,41 @@ class ImageCommitter(Protocol):
 
     async def commit(self, sandbox: SandboxBackend, image: str, labels: dict[str, str]) -> ImageInfo:
         """Save ``sandbox`` (one of this provider's) as ``image`` (``name:tag``), replacing an older one."""
+        ...
+
+
+@runtime_checkable
+class SandboxCheckpointer(Protocol):
+    """Optional provider capability: save a live sandbox's file system so that any process can restore it later
+    (`AsyncSandbox.checkpoint`/`AsyncSandbox.restore`; durable episodes, `swe_gym.envs.checkpoint`).
+
+    What is saved is what a fork copies (`SandboxForker`), taken the same way (between commands, the source
+    frozen where it can be); the source keeps running. The saved copy carries the library's labels (ours, the run,
+    created, expires) so ``cleanup`` finds it, and outlives this process until its TTL or ``remove_checkpoint``.
+    """
+
+    async def checkpoint(self, sandbox: SandboxBackend, labels: dict[str, str], ttl_s: float) -> SandboxCheckpoint:
+        """Save ``sandbox`` (one of this provider's); the handle (`swe_gym.sandbox.checkpoints.SandboxCheckpoint`,
+        JSON-serialisable) names where, and carries ``labels`` with ours and the expiry ``ttl_s`` from now."""
+        ...
+
+    async def restore(self, checkpoint: SandboxCheckpoint, spec: SandboxSpec) -> SandboxBackend:
+        """A new, started sandbox with ``spec`` on the saved file system, as a fork of the source would be; the
+        checkpoint stays (restore it again for another). `CheckpointNotFoundError` when it is gone."""
+        ...
+
+    async def remove_checkpoint(self, checkpoint: SandboxCheckpoint) -> None:
+        """Remove the saved copy; idempotent (one already gone is no error). Sandboxes restored from it keep
+        running."""
+        ...
+
+    async def cleanup_checkpoints(
+        self,
+        *,
+        run_id: str | None = None,
+        older_than_s: float | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> list[str]:
+        """Remove checkpoints selected as ``cleanup`` selects sandboxes, except that ``older_than_s`` picks only
+        those past their TTL (0: every expired one); return their ids. ``cleanup`` calls it too."""
         ...

@@ -32,8 +32,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.errors import ForkNotSupportedError, ImageNotSetError, SandboxError
+from swe_gym.errors import CheckpointNotSupportedError, ForkNotSupportedError, ImageNotSetError, SandboxError
+from swe_gym.sandbox import checkpoints
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
+from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.protocol import SandboxBackend
 from swe_gym.sandbox.providers.cgroups import Cgroup
@@ -174,6 +176,39 @@ class ApptainerProvider(HomeProvider):
         made = await sandbox.exec(f"mkdir -p {shlex.quote(sandbox.workdir)}", cwd="/", timeout=60)
         if not made.ok:
             raise SandboxError(f"apptainer sandbox {sandbox.id}: cannot create {sandbox.workdir}: {made.output}")
+
+    # -- checkpoints (SandboxCheckpointer): a copy of the overlay's upper layer and scratch under the root ---------
+
+    async def checkpoint(self, sandbox: SandboxBackend, labels: dict[str, str], ttl_s: float) -> SandboxCheckpoint:
+        """Copy ``sandbox``'s overlay ``upper`` layer and ``scratch`` (as a fork does) into
+        ``<root>/.checkpoints/<id>``, beside the name of its image (its SIF is rebuilt if the cache lost it)."""
+        if not isinstance(sandbox, ApptainerSandbox):
+            raise CheckpointNotSupportedError(
+                f"the apptainer provider cannot checkpoint a {sandbox.provider_name} sandbox"
+            )
+        if sandbox.writable != "overlay":
+            raise CheckpointNotSupportedError(
+                "apptainer checkpoints copy the overlay directory on disk; with writable='tmpfs' the writable layer "
+                "lives in the container's memory: use writable='overlay' (the default)"
+            )
+        checkpoint = checkpoints.new_checkpoint(self.name, sandbox, labels, ttl_s)
+        copies = [([sandbox.home / "overlay" / "upper"], "overlay"), ([sandbox.home / "scratch"], "")]
+        return await checkpoints.save_dirs(self.config.root, checkpoint, sandbox, copies, sif=str(sandbox.sif))
+
+    async def restore(self, checkpoint: SandboxCheckpoint, spec: SandboxSpec) -> ApptainerSandbox:
+        """A new container of the checkpoint's SIF on a copy of its overlay layer and scratch."""
+        if self.config.writable != "overlay":
+            raise CheckpointNotSupportedError("apptainer restores need writable='overlay' (the default)")
+        checkpoints.checkpoint_dir(checkpoint)  # gone: said before anything is made
+        image = spec.image or ""
+        sif = await self.sifs.get(image)
+        sandbox_id, home = new_home(self.config.root, spec, image=image, sif=str(sif))
+        try:
+            await checkpoints.load_dirs(checkpoint, home)
+        except BaseException:
+            remove_home(home, None)
+            raise
+        return await self._launch(sandbox_id, home, spec, sif)
 
 
 __all__ = ["ApptainerProvider", "ApptainerProviderConfig", "ApptainerSandbox"]

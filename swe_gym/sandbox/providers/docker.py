@@ -33,6 +33,7 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field
 
 from swe_gym.errors import (
+    CheckpointNotSupportedError,
     ForkNotSupportedError,
     ImageNotFoundError,
     ImageNotSetError,
@@ -40,9 +41,11 @@ from swe_gym.errors import (
     SandboxError,
 )
 from swe_gym.progress import Progress
+from swe_gym.sandbox import checkpoints
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import RunnerChannel
+from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.create import FORKED_FROM
 from swe_gym.sandbox.delta import read_delta
 from swe_gym.sandbox.images import ImageRewriter
@@ -65,6 +68,8 @@ log = logging.getLogger(__name__)
 _STDOUT = 1
 #: Images a fork commits (``fork="commit"``) are tagged ``swe-gym-fork:<random>``.
 FORK_REPOSITORY = "swe-gym-fork"
+#: Checkpoints (`DockerProvider.checkpoint`) are images tagged ``swe-gym-checkpoint:<checkpoint id>``.
+CHECKPOINT_REPOSITORY = "swe-gym-checkpoint"
 
 
 class DockerProviderConfig(BaseModel):
@@ -498,6 +503,7 @@ class DockerProvider:
             info
             for info in self.api.images(filters={"label": f"{lbl.MANAGED}=true"})
             if lbl.matches(info.get("Labels") or {}, run_id=run_id, older_than_s=older_than_s, extra=labels)
+            and lbl.label_key(checkpoints.CHECKPOINT) not in (info.get("Labels") or {})  # by their own rule, below
         ]
         while images:  # again while some went: a fork of a fork's image is a child the parent waits for
             in_use = []
@@ -515,4 +521,83 @@ class DockerProvider:
             if len(in_use) == len(images):
                 break
             images = in_use
+        return removed + self._cleanup_checkpoints(run_id, older_than_s, labels)
+
+    # -- checkpoints (SandboxCheckpointer): the container committed to an image labelled ours, with an expiry ------
+
+    async def checkpoint(self, sandbox: SandboxBackend, labels: dict[str, str], ttl_s: float) -> SandboxCheckpoint:
+        """Commit ``sandbox`` (paused meanwhile, between commands) to ``swe-gym-checkpoint:<id>``, labelled ours,
+        with the checkpoint's id and expiry (the source image's configuration kept, as `commit` keeps it)."""
+        if not isinstance(sandbox, DockerSandbox):
+            raise CheckpointNotSupportedError(
+                f"the docker provider cannot checkpoint a {sandbox.provider_name} sandbox"
+            )
+        checkpoint = checkpoints.new_checkpoint(self.name, sandbox, labels, ttl_s)
+        tag = f"{CHECKPOINT_REPOSITORY}:{checkpoint.id}"
+
+        async def remove_image(info: ImageInfo) -> None:
+            with contextlib.suppress(docker.errors.APIError):
+                await offload(self.api.remove_image, info.id)
+
+        try:
+            async with sandbox.quiet():
+                await guarded(asyncio.to_thread(self._commit, sandbox, tag, checkpoint.labels), remove_image)
+        except (docker.errors.APIError, requests.RequestException) as exc:
+            raise SandboxError(f"docker could not checkpoint container {sandbox.id}: {exc}") from exc
+        return checkpoint.model_copy(update={"reference": tag})
+
+    async def restore(self, checkpoint: SandboxCheckpoint, spec: SandboxSpec) -> DockerSandbox:
+        """A new container of the checkpoint's image (which stays, for further restores)."""
+        tag = checkpoint.reference
+        if await asyncio.to_thread(self._image_info, tag) is None:
+            raise checkpoints.gone(checkpoint, f"image {tag}")
+        restored = spec.model_copy(update={"image": tag})
+        try:
+            container_id = await guarded(asyncio.to_thread(self._create_container, restored, tag), self._remove_quietly)
+            sandbox = DockerSandbox(container_id, restored, self.api)
+            await sandbox.boot(sandbox._connect())
+        except (docker.errors.APIError, requests.RequestException) as exc:
+            raise SandboxError(f"docker could not start a container from checkpoint {tag}: {exc}") from exc
+        return sandbox
+
+    async def remove_checkpoint(self, checkpoint: SandboxCheckpoint) -> None:
+        """Remove the checkpoint's image; one a restored container still runs from is untagged (the container goes
+        on; ``swe-gym cleanup`` removes the image once it is unused)."""
+        await asyncio.to_thread(self._remove_checkpoint_image, checkpoint.reference)
+
+    def _remove_checkpoint_image(self, tag: str) -> None:
+        if not tag.startswith(f"{CHECKPOINT_REPOSITORY}:"):
+            raise SandboxError(f"{tag!r} is not a checkpoint image of swe_gym ({CHECKPOINT_REPOSITORY}:<id>)")
+        try:
+            self.api.remove_image(tag)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:
+                raise SandboxError(f"docker could not remove checkpoint image {tag}: {exc}") from exc
+            with contextlib.suppress(docker.errors.NotFound):
+                self.api.remove_image(tag, force=True)  # by its tag, forced: untagged only while in use
+
+    async def cleanup_checkpoints(
+        self, *, run_id: str | None = None, older_than_s: float | None = None, labels: dict[str, str] | None = None
+    ) -> list[str]:
+        return await asyncio.to_thread(self._cleanup_checkpoints, run_id, older_than_s, labels)
+
+    def _cleanup_checkpoints(
+        self, run_id: str | None, older_than_s: float | None, labels: dict[str, str] | None
+    ) -> list[str]:
+        removed = []
+        for info in self.api.images(filters={"label": lbl.label_key(checkpoints.CHECKPOINT)}):
+            marks = info.get("Labels") or {}
+            if not checkpoints.selected(marks, run_id=run_id, older_than_s=older_than_s, extra=labels):
+                continue
+            try:
+                self.api.remove_image(info["Id"], force=True)  # forced: every tag; never one a container uses
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise
+                continue
+            removed.append(marks.get(lbl.label_key(checkpoints.CHECKPOINT), info["Id"][:12]))
         return removed

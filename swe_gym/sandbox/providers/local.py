@@ -38,8 +38,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.errors import ConfigError, ForkNotSupportedError, ProviderUnavailableError
+from swe_gym.errors import CheckpointNotSupportedError, ConfigError, ForkNotSupportedError, ProviderUnavailableError
+from swe_gym.sandbox import checkpoints
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
+from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.protocol import SandboxBackend
 from swe_gym.sandbox.providers.cgroups import Cgroup
 from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home, remove_home
@@ -281,6 +283,28 @@ class LocalProvider(HomeProvider):
         sandbox.isolated = isolated
         await sandbox.boot(sandbox.spawn_runner(argv, env, work))
         return sandbox
+
+    # -- checkpoints (SandboxCheckpointer): a copy of the home's writable directories under the root ------------
+
+    async def checkpoint(self, sandbox: SandboxBackend, labels: dict[str, str], ttl_s: float) -> SandboxCheckpoint:
+        """Copy ``sandbox``'s workspace, ``/tmp`` and home (as a fork does) into ``<root>/.checkpoints/<id>``."""
+        if not isinstance(sandbox, LocalSandbox):
+            raise CheckpointNotSupportedError(f"the local provider cannot checkpoint a {sandbox.provider_name} sandbox")
+        checkpoint = checkpoints.new_checkpoint(self.name, sandbox, labels, ttl_s)
+        copies = [([sandbox.home / name for name in WRITABLE], "")]
+        return await checkpoints.save_dirs(self.config.root, checkpoint, sandbox, copies)
+
+    async def restore(self, checkpoint: SandboxCheckpoint, spec: SandboxSpec) -> LocalSandbox:
+        """A new sandbox (a runner as `create` starts one) on a copy of the checkpoint's directories."""
+        checkpoints.checkpoint_dir(checkpoint)  # gone: said before anything is made
+        isolated = self.isolated
+        sandbox_id, home = new_home(self.config.root, spec)
+        try:
+            await checkpoints.load_dirs(checkpoint, home)
+        except BaseException:
+            remove_home(home, None)
+            raise
+        return await self._launch(sandbox_id, home, spec, isolated)
 
 
 __all__ = ["LocalProvider", "LocalProviderConfig", "LocalSandbox", "bwrap_works", "warn_unisolated"]

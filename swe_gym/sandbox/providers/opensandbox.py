@@ -30,12 +30,14 @@ import logging
 import re
 import shlex
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from swe_gym.errors import (
+    CheckpointNotSupportedError,
     ConfigError,
     ForkNotSupportedError,
     ImageNotFoundError,
@@ -44,9 +46,11 @@ from swe_gym.errors import (
     SandboxDiedError,
     SandboxError,
 )
+from swe_gym.sandbox import checkpoints
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import REPLY_GRACE_S, OneShotChannel
+from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.loop import guarded
 from swe_gym.sandbox.protocol import SandboxBackend
@@ -82,6 +86,8 @@ KILL_ATTEMPTS = 5
 _LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]")
 #: Snapshots carry no metadata: their name says they are ours, the run, and when (``<prefix>.<run id>.<time>``).
 SNAPSHOT_PREFIX = "swe_gym.fork"
+#: Checkpoints' snapshots: ``<prefix>.<run id>.<created ms>.<expires ms>`` (`OpenSandboxProvider.checkpoint`).
+CHECKPOINT_PREFIX = "swe_gym.checkpoint"
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -337,16 +343,9 @@ class OpenSandboxProvider:
         image = self.rewriter.rewrite(spec.image)
         spec = spec.model_copy(update={"image": image})
         connection = self.connection()
-
-        async def kill_quietly(remote: Any) -> None:
-            with contextlib.suppress(Exception):
-                await remote.kill()
-            with contextlib.suppress(Exception):
-                await remote.close()
-
         try:
             remote = await guarded(
-                SDKSandbox.create(image, connection_config=connection, **self._create_kwargs(spec)), kill_quietly
+                SDKSandbox.create(image, connection_config=connection, **self._create_kwargs(spec)), _kill_quietly
             )
         except SandboxException as exc:
             raise self._create_error(image, exc) from exc
@@ -363,21 +362,11 @@ class OpenSandboxProvider:
         async def delete(snapshot_id: str) -> None:
             await _delete_snapshot(connection, snapshot_id)
 
-        async def kill_quietly(remote: Any) -> None:
-            with contextlib.suppress(Exception):
-                await remote.kill()
-            with contextlib.suppress(Exception):
-                await remote.close()
-
+        name = f"{SNAPSHOT_PREFIX}.{lbl.current_run_id()}.{time.time():.0f}"
         async with sandbox.quiet():
-            snapshot_id = await guarded(self._snapshot(sandbox, connection), delete)
+            snapshot_id = await guarded(self._snapshot(sandbox, connection, name, ForkNotSupportedError), delete)
         try:
-            kwargs = self._create_kwargs(spec)
-            created = SDKSandbox.create(snapshot_id=snapshot_id, connection_config=connection, **kwargs)
-            remote = await guarded(created, kill_quietly)
-        except SandboxException as exc:
-            await delete(snapshot_id)
-            raise self._create_error(f"snapshot {snapshot_id}", exc) from exc
+            remote = await self._from_snapshot(snapshot_id, spec, connection)
         except BaseException:
             await delete(snapshot_id)
             raise
@@ -386,18 +375,34 @@ class OpenSandboxProvider:
         await fork.boot(self._ready(fork, copied=True))  # a failed boot closes it, which deletes the snapshot
         return fork
 
-    async def _snapshot(self, sandbox: OpenSandboxSandbox, connection: ConnectionConfig) -> str:
-        """Snapshot ``sandbox`` and wait until the snapshot can be restored; its id."""
-        name = f"{SNAPSHOT_PREFIX}.{lbl.current_run_id()}.{time.time():.0f}"
+    async def _from_snapshot(self, snapshot_id: str, spec: SandboxSpec, connection: ConnectionConfig) -> Any:
+        """The SDK's sandbox started from ``snapshot_id`` with ``spec`` (killed if we are cancelled meanwhile)."""
+        try:
+            kwargs = self._create_kwargs(spec)
+            created = SDKSandbox.create(snapshot_id=snapshot_id, connection_config=connection, **kwargs)
+            return await guarded(created, _kill_quietly)
+        except SandboxException as exc:
+            raise self._create_error(f"snapshot {snapshot_id}", exc) from exc
+
+    async def _snapshot(
+        self,
+        sandbox: OpenSandboxSandbox,
+        connection: ConnectionConfig,
+        name: str,
+        unsupported: type[ForkNotSupportedError] | type[CheckpointNotSupportedError],
+    ) -> str:
+        """Snapshot ``sandbox`` as ``name`` and wait until the snapshot can be restored; its id. ``unsupported``:
+        what a runtime without snapshots raises (for a fork, for a checkpoint)."""
+        purpose = "a fork" if unsupported is ForkNotSupportedError else "a checkpoint"
         try:
             info = await sandbox.remote.create_snapshot(name=name)
         except SandboxApiException as exc:
             if exc.status_code == 501 or "UNSUPPORTED_RUNTIME" in str(exc) or "NOT_IMPLEMENTED" in str(exc):
-                raise ForkNotSupportedError(
+                raise unsupported(
                     f"the OpenSandbox server at {self.config.domain} cannot snapshot sandboxes on its runtime, which "
-                    f"a fork needs ({exc}); use a runtime with snapshots (e.g. its Docker runtime) or start anew"
+                    f"{purpose} needs ({exc}); use a runtime with snapshots (e.g. its Docker runtime) or start anew"
                 ) from exc
-            raise SandboxError(f"opensandbox could not snapshot sandbox {sandbox.id} for a fork: {exc}") from exc
+            raise SandboxError(f"opensandbox could not snapshot sandbox {sandbox.id} for {purpose}: {exc}") from exc
         except SandboxException as exc:
             raise _died(sandbox.id, exc) from exc
         deadline = time.monotonic() + self.config.ready_timeout_s
@@ -486,42 +491,138 @@ class OpenSandboxProvider:
                 removed.append(sandbox_id)
             if not labels:  # snapshots have a name, no labels: a label filter never selects them
                 removed += await self._cleanup_snapshots(manager, run_id, older_than_s)
+                removed += await self._cleanup_checkpoint_snapshots(manager, run_id, older_than_s)
         finally:
             await manager.close()
         return removed
 
     async def _cleanup_snapshots(self, manager: Any, run_id: str | None, older_than_s: float | None) -> list[str]:
         """Delete the forks' snapshots of ``run_id`` (None: any) older than ``older_than_s`` that no sandbox uses."""
-        doomed, page = [], 1
-        while True:
-            try:
-                found = await manager.list_snapshots(SnapshotFilter(page_size=100, page=page))
-            except SandboxApiException as exc:  # a server without snapshots has none of ours either
-                log.debug("opensandbox: no snapshots listed (%s)", exc)
-                return []
-            for info in found.snapshot_infos:
-                parts = (info.name or "").removeprefix(SNAPSHOT_PREFIX + ".").rsplit(".", 1)
-                if not (info.name or "").startswith(SNAPSHOT_PREFIX + ".") or len(parts) != 2:
-                    continue
-                if run_id is not None and parts[0] != run_id:
-                    continue
-                if older_than_s is not None and time.time() - float(parts[1] or 0) < older_than_s:
-                    continue
-                doomed.append(info.id)
-            if not found.snapshot_infos or not found.pagination.has_next_page:
-                break
-            page += 1
-        removed = []
-        for snapshot_id in doomed:
-            try:
-                await manager.delete_snapshot(snapshot_id)
-            except SandboxApiException as exc:
-                if exc.status_code not in (404, 409):  # 409: a fork still runs from it
-                    raise
-                if exc.status_code == 409:
-                    continue
-            removed.append(snapshot_id)
-        return removed
+
+        def doomed(name: str) -> bool:
+            parts = name.removeprefix(SNAPSHOT_PREFIX + ".").rsplit(".", 1)
+            if not name.startswith(SNAPSHOT_PREFIX + ".") or len(parts) != 2:
+                return False
+            if run_id is not None and parts[0] != run_id:
+                return False
+            return older_than_s is None or time.time() - float(parts[1] or 0) >= older_than_s
+
+        return await _delete_snapshots_named(manager, doomed)
+
+    # -- checkpoints (SandboxCheckpointer): a server snapshot, its name saying ours, the run, created, expires ----
+
+    async def checkpoint(self, sandbox: SandboxBackend, labels: dict[str, str], ttl_s: float) -> SandboxCheckpoint:
+        """Snapshot ``sandbox`` (between commands) as ``swe_gym.checkpoint.<run id>.<created>.<expires>`` (times in
+        ms): snapshots carry no metadata, so the name is what cleanup selects by; the caller's labels live in the
+        handle."""
+        if not isinstance(sandbox, OpenSandboxSandbox):
+            raise CheckpointNotSupportedError(
+                f"the opensandbox provider cannot checkpoint a {sandbox.provider_name} sandbox"
+            )
+        checkpoint = checkpoints.new_checkpoint(self.name, sandbox, labels, ttl_s)
+        created_ms, expires_ms = int(checkpoint.created_at * 1000), int(checkpoint.expires_at * 1000)
+        name = f"{CHECKPOINT_PREFIX}.{lbl.current_run_id()}.{created_ms}.{expires_ms}"
+        connection = self.connection()
+
+        async def delete(snapshot_id: str) -> None:
+            await _delete_snapshot(connection, snapshot_id)
+
+        async with sandbox.quiet():
+            snapshot_id = await guarded(self._snapshot(sandbox, connection, name, CheckpointNotSupportedError), delete)
+        return checkpoint.model_copy(update={"reference": snapshot_id})
+
+    async def restore(self, checkpoint: SandboxCheckpoint, spec: SandboxSpec) -> OpenSandboxSandbox:
+        """A new sandbox from the checkpoint's snapshot (which stays, for further restores)."""
+        connection = self.connection()
+        manager = await SandboxManager.create(connection)
+        try:
+            await manager.get_snapshot(checkpoint.reference)
+        except SandboxApiException as exc:
+            if exc.status_code == 404:
+                raise checkpoints.gone(checkpoint, f"snapshot {checkpoint.reference}") from exc
+            raise SandboxError(f"opensandbox could not look up snapshot {checkpoint.reference}: {exc}") from exc
+        except SandboxException as exc:
+            raise ProviderUnavailableError(f"cannot reach the OpenSandbox server: {exc}") from exc
+        finally:
+            with contextlib.suppress(Exception):
+                await manager.close()
+
+        remote = await self._from_snapshot(checkpoint.reference, spec, connection)
+        sandbox = OpenSandboxSandbox(remote, spec, self.config.python, deny_egress=self._deny_egress)
+        await sandbox.boot(self._ready(sandbox, copied=True))
+        return sandbox
+
+    async def remove_checkpoint(self, checkpoint: SandboxCheckpoint) -> None:
+        await _delete_snapshot(self.connection(), checkpoint.reference)
+
+    async def cleanup_checkpoints(
+        self, *, run_id: str | None = None, older_than_s: float | None = None, labels: dict[str, str] | None = None
+    ) -> list[str]:
+        if labels:  # snapshots have a name, no labels: a label filter never selects them
+            return []
+        try:
+            manager = await SandboxManager.create(self.connection())
+        except SandboxException as exc:
+            raise ProviderUnavailableError(f"cannot reach the OpenSandbox server: {exc}") from exc
+        try:
+            return await self._cleanup_checkpoint_snapshots(manager, run_id, older_than_s)
+        finally:
+            await manager.close()
+
+    async def _cleanup_checkpoint_snapshots(
+        self, manager: Any, run_id: str | None, older_than_s: float | None
+    ) -> list[str]:
+        """Delete the checkpoints' snapshots `checkpoints.selected` picks by their names, unless a sandbox uses one."""
+
+        def doomed(name: str) -> bool:
+            marks = checkpoint_name_labels(name)
+            return bool(marks) and checkpoints.selected(marks, run_id=run_id, older_than_s=older_than_s, extra=None)
+
+        return await _delete_snapshots_named(manager, doomed)
+
+
+async def _delete_snapshots_named(manager: Any, doomed: Callable[[str], bool]) -> list[str]:
+    """Delete the server's snapshots whose names ``doomed`` picks, except those a sandbox still runs from; their ids."""
+    ids, page = [], 1
+    while True:
+        try:
+            found = await manager.list_snapshots(SnapshotFilter(page_size=100, page=page))
+        except SandboxApiException as exc:  # a server without snapshots has none of ours either
+            log.debug("opensandbox: no snapshots listed (%s)", exc)
+            return []
+        ids += [info.id for info in found.snapshot_infos if doomed(info.name or "")]
+        if not found.snapshot_infos or not found.pagination.has_next_page:
+            break
+        page += 1
+    removed = []
+    for snapshot_id in ids:
+        try:
+            await manager.delete_snapshot(snapshot_id)
+        except SandboxApiException as exc:
+            if exc.status_code == 409:  # a sandbox forked or restored from it still runs
+                continue
+            if exc.status_code != 404:
+                raise
+        removed.append(snapshot_id)
+    return removed
+
+
+async def _kill_quietly(remote: Any) -> None:
+    with contextlib.suppress(Exception):
+        await remote.kill()
+    with contextlib.suppress(Exception):
+        await remote.close()
+
+
+def checkpoint_name_labels(name: str) -> dict[str, str]:
+    """The labels a checkpoint snapshot's name stands for (``<prefix>.<run id>.<created ms>.<expires ms>``), or {}."""
+    if not name.startswith(CHECKPOINT_PREFIX + "."):
+        return {}
+    parts = name.removeprefix(CHECKPOINT_PREFIX + ".").rsplit(".", 2)
+    if len(parts) != 3 or not all(part.isdigit() for part in parts[1:]):
+        return {}
+    created, expires = (f"{int(part) / 1000:.3f}" for part in parts[1:])
+    return {lbl.MANAGED: "true", lbl.RUN_ID: parts[0], lbl.CREATED_AT: created, lbl.EXPIRES_AT: expires}
 
 
 __all__ = ["OpenSandboxProvider", "OpenSandboxProviderConfig", "OpenSandboxSandbox"]

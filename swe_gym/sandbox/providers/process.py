@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from swe_gym.errors import SandboxError
+from swe_gym.sandbox import checkpoints
 from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RunnerSandbox
 from swe_gym.sandbox.channel import RunnerChannel
+from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.providers.cgroups import Cgroup, cgroup_dirs_for, join_command, sandbox_group_names
 from swe_gym.sandbox.spec import SandboxSpec
@@ -244,7 +246,8 @@ def cleanup_homes(
 
 
 class HomeProvider:
-    """Cleanup for providers whose sandboxes are homes under ``config.root`` with cgroups ``group_prefix + id``."""
+    """Cleanup for providers whose sandboxes are homes under ``config.root`` with cgroups ``group_prefix + id``,
+    and whose checkpoints are directories under ``<root>/.checkpoints`` (`swe_gym.sandbox.checkpoints`)."""
 
     group_prefix: str
     config: Any
@@ -256,6 +259,22 @@ class HomeProvider:
         older_than_s: float | None = None,
         labels: dict[str, str] | None = None,
     ) -> list[str]:
-        return await asyncio.to_thread(
+        """The homes the filter selects, then the checkpoints it selects."""
+        removed = await asyncio.to_thread(
             cleanup_homes, self.config.root, self.group_prefix, run_id=run_id, older_than_s=older_than_s, labels=labels
+        )
+        return removed + await self.cleanup_checkpoints(run_id=run_id, older_than_s=older_than_s, labels=labels)
+
+    async def remove_checkpoint(self, checkpoint: SandboxCheckpoint) -> None:
+        await checkpoints.remove_dir(checkpoint, self.config.root)
+
+    async def cleanup_checkpoints(
+        self, *, run_id: str | None = None, older_than_s: float | None = None, labels: dict[str, str] | None = None
+    ) -> list[str]:
+        return await asyncio.to_thread(
+            checkpoints.cleanup_checkpoint_dirs,
+            self.config.root,
+            run_id=run_id,
+            older_than_s=older_than_s,
+            labels=labels,
         )
