@@ -79,7 +79,7 @@ def interleave(methods: Sequence[Method], rounds: int, *, warmup: int = 1) -> No
             method.samples_ms.append(method.run_once())
 
 
-def print_table(title: str, methods: Sequence[Method], baseline: Method) -> None:
+def print_table(title: str, methods: Sequence[Method], baseline: Method, digits: int = 1) -> None:
     base = Summary.of(baseline.samples_ms).p50
     width = max(len(m.name) for m in methods) + 2
     print(f"\n{title}")
@@ -87,7 +87,7 @@ def print_table(title: str, methods: Sequence[Method], baseline: Method) -> None
     for m in methods:
         s = Summary.of(m.samples_ms)
         ratio = "baseline" if m is baseline else f"{s.p50 / base:.2f}x"
-        print(f"{m.name:<{width}}{s.n:>5}{s.p50:>10.1f}{s.p90:>10.1f}{s.mean:>10.1f}   {ratio}")
+        print(f"{m.name:<{width}}{s.n:>5}{s.p50:>10.{digits}f}{s.p90:>10.{digits}f}{s.mean:>10.{digits}f}   {ratio}")
 
 
 def describe(label: str, samples_ms: Sequence[float]) -> str:

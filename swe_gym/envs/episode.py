@@ -310,7 +310,7 @@ class Episode:
             info.update(exit_code=0, timed_out=False, output_truncated=False, duration_s=0.0)
             return await self._finish("", info, terminated=True)
         try:
-            result = await self.sandbox.exec(
+            result = await self.sandbox.exec_action(
                 to_bytes(command), timeout=self.settings.options.step_timeout, shell=self.settings.options.shell
             )
         except SandboxDiedError as exc:

@@ -164,10 +164,13 @@ class RunnerSandbox(ABC):
         env: dict[str, str] | None = None,
         max_output_bytes: int | None = None,
         shell: Literal["stateless", "persistent"] = "stateless",
+        spare_shell: bool = False,
     ) -> ExecResult:
         """Run ``command``: by default in a fresh ``bash -c`` (in ``cwd``, default the workdir, with ``env`` added);
         ``shell="persistent"``: in the sandbox's persistent shell, where ``cd`` and ``export`` carry over (see the
-        runner's `PersistentShell`; it takes no ``cwd`` or ``env``). Same timeout, output and stdin rules either way."""
+        runner's `PersistentShell`; it takes no ``cwd`` or ``env``). Same timeout, output and stdin rules either way.
+        ``spare_shell`` (the agent's commands only, `AsyncSandbox.exec_action`): a stateless command may run in the
+        bash the runner started ahead after the last such one (the runner's `SpareShell`), as ``bash -c`` would."""
         timeout = self.spec.exec_timeout_s if timeout is None else timeout
         payload = command if isinstance(command, bytes) else encode_text(command)
         limit = max_output_bytes or self.spec.max_output_bytes
@@ -177,6 +180,8 @@ class RunnerSandbox(ABC):
             header = {"op": "shell", "timeout": timeout, "cwd": self.workdir, "limit": limit, "expect": self.shell_live}
         elif shell == "stateless":
             header = {"op": "exec", "timeout": timeout, "cwd": cwd or self.workdir, "env": env or {}, "limit": limit}
+            if spare_shell:
+                header["spare"] = True
         else:
             raise ValueError(f"shell must be 'stateless' or 'persistent', got {shell!r}")
         started = time.perf_counter()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_gym.errors import CheckpointNotSupportedError, ForkNotSupportedError
-from swe_gym.sandbox.backend import tar_directory
+from swe_gym.sandbox.backend import RunnerSandbox, tar_directory
 from swe_gym.sandbox.checkpoints import (
     DEFAULT_TTL_S,
     SandboxCheckpoint,
@@ -105,6 +105,15 @@ class AsyncSandbox:
         """Run ``command`` (options: ``timeout``, ``cwd``, ``env``, ``max_output_bytes``, ``shell``): in a fresh
         ``bash -c`` by default, or with ``shell="persistent"`` in the sandbox's one persistent bash, where ``cd``,
         ``export`` and activated virtualenvs carry over between commands (README: "The persistent shell")."""
+        return await self.backend.exec(command, **options)
+
+    async def exec_action(self, command: str | bytes, **options: Any) -> ExecResult:
+        """`exec` for the agent's own commands (a step's action): where the backend keeps a bash started ahead for
+        them (`RunnerSandbox`, every bundled provider), a stateless one runs there, with no bash start-up to wait
+        for and the output ``bash -c`` gives. The library's own commands use `exec`: they never run in a shell a
+        process the agent left behind could have reached."""
+        if isinstance(self.backend, RunnerSandbox):
+            options["spare_shell"] = True
         return await self.backend.exec(command, **options)
 
     async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
@@ -213,6 +222,10 @@ class Sandbox:
 
     def exec(self, command: str | bytes, **options: Any) -> ExecResult:
         return run_sync(self.aio.exec(command, **options))
+
+    def exec_action(self, command: str | bytes, **options: Any) -> ExecResult:
+        """`exec` for the agent's own commands; see `AsyncSandbox.exec_action`."""
+        return run_sync(self.aio.exec_action(command, **options))
 
     def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
         run_sync(self.aio.write_file(path, content, mode))

@@ -327,6 +327,144 @@ def _wait(watched, timeout, wake_fd, host, host_gone):
     return ready
 
 
+#: Bytes from which no syntax error can be made, save with a reserved word (``_parses``).
+_PLAIN_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 " + b"_./=:,+%@~-")
+_RESERVED = frozenset(b"if then else elif fi case esac for select while until do done in function time coproc".split())
+
+
+def _parses(command):
+    """Whether ``command`` is known to parse without asking bash: plain words on lines (no quote, operator,
+    expansion or bracket), none of them a reserved word. ``true``, ``ls -la src``, ``python -m pytest tests/x.py``."""
+    return set(command.replace(b"\n", b" ")) <= _PLAIN_BYTES and not _RESERVED.intersection(command.split())
+
+
+def _shell_text(text):
+    """Shell code written with ``@`` for a dollar sign and ``^`` for a double quote (this file may hold
+    neither where a shell would expand it: see the module docstring)."""
+    return text.replace("@", chr(36)).replace("^", chr(34))
+
+
+class SpareShell(object):
+    """A ``bash`` started ahead of the agent's next command, blocked reading it: a step then pays no bash start-up
+    (on a small machine most of a step's time), only the command's own.
+
+    Started after the reply to an agent's command (``exec`` with ``spare``), in that command's cwd and environment.
+    The next such command in the same cwd (the same directory still: one removed and made anew starts fresh) and
+    environment goes to it through an in-memory file; any other starts a fresh ``bash -c`` as before. It runs the
+    command as ``bash -c`` would, in its own session: the parameters ``0`` and ``_``, ``SECONDS``, ``SHLVL`` and
+    ``BASH_EXECUTION_STRING`` as there, none of its own variables left. Unless it is plain words (``_parses``), a
+    subshell first parses the whole command under ``set -n`` (nothing in it runs, whatever it holds); one that does
+    not parse is handed to a fresh ``bash -c`` by ``exec`` (same pid), so a syntax error reads exactly as
+    ``bash -c`` writes it. What still tells them apart is shell introspection only: ``declare -p`` lists
+    ``PIPESTATUS`` (and ``SECONDS`` with a value) before the command's first pipeline.
+    The env's own commands never come here: a process the agent left behind could reach the spare's descriptors.
+    """
+
+    def __init__(self):
+        self.proc = None
+        self.key = None
+        self.wanted = None  # (cwd, env) of the next spare, started by ``refill`` once the reply is out
+
+    def refill(self, reaper):
+        if self.wanted is not None:
+            cwd, env = self.wanted
+            self.wanted = None
+            self.start(cwd, env, reaper)
+
+    @staticmethod
+    def usable(command, env):
+        """Whether ``command`` can go to a spare: bash present, no NUL, an argv's size, no start-up file to read."""
+        return (
+            os.path.exists(_BASH)
+            and len(command) <= _ARGV_LIMIT
+            and b"\0" not in command
+            and not env.get("BASH_ENV")
+            and not env.get("ENV")
+        )
+
+    def start(self, cwd, env, reaper):
+        """Start the spare for commands in ``cwd`` with ``env`` (best effort: none when it cannot start)."""
+        self.close(reaper)
+        go_r, go_w = os.pipe()
+        script = _script_fd(b"")
+        stdin_r, stdin_w = os.pipe()
+        os.close(stdin_w)
+        boot = _shell_text(
+            "__swe_gym_u=@_; read -r -d '' -u %(go)d __swe_gym_c; IFS= read -r -d '' -u %(script)d __swe_gym_c; "
+            "exec %(go)d<&- %(script)d<&-; SECONDS=0; __swe_gym_k=@{__swe_gym_c:0:1}; __swe_gym_c=@{__swe_gym_c:1}; "
+            "if [[ @__swe_gym_k == 0 ]] || ( eval ^set -n^@'%(nl)s'^@__swe_gym_c^ ) >/dev/null 2>&1; then "
+            "BASH_EXECUTION_STRING=@__swe_gym_c; printf -v __swe_gym_q %%q ^@__swe_gym_u^; "
+            "eval ^unset -v __swe_gym_c __swe_gym_u __swe_gym_q __swe_gym_k; : @__swe_gym_q; @__swe_gym_c^; "
+            "else export SHLVL=@((SHLVL-1)); exec %(bash)s -c ^@__swe_gym_c^; fi"
+        ) % {"go": go_r, "script": script, "nl": chr(92) + "n", "bash": _BASH}
+        try:
+            proc = subprocess.Popen(
+                [_BASH, "-c", boot],
+                stdin=stdin_r,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                pass_fds=(go_r, script),
+            )
+        except OSError:
+            os.close(go_w)
+            os.close(script)
+            return
+        finally:
+            os.close(go_r)
+            os.close(stdin_r)
+        self.proc, self.go, self.script = proc, go_w, script
+        self.key = (cwd, sorted(env.items()), self._where(proc.pid))
+
+    @staticmethod
+    def _where(pid):
+        """The directory ``pid`` works in, as its path and inode (a path the kernel marks deleted: None)."""
+        link = "/proc/%d/cwd" % pid
+        try:
+            path, stat = os.readlink(link), os.stat(link)
+        except OSError:
+            return None
+        if path.endswith(" (deleted)"):
+            return None
+        return (path, stat.st_dev, stat.st_ino)
+
+    def take(self, command, cwd, env, reaper):
+        """The spare, now running ``command``, when it waits in ``cwd`` (the same directory) with ``env``; else
+        None (and it is gone)."""
+        if self.proc is None:
+            return None
+        proc, key = self.proc, self.key
+        reaper.reap()
+        here = self._where(proc.pid)
+        if proc.pid in reaper.statuses or here is None or key != (cwd, sorted(env.items()), here):
+            self.close(reaper)
+            return None
+        try:
+            checked = b"0" if _parses(command) else b"1"  # 1: the spare parses it first
+            os.pwrite(self.script, checked + command + b"\0", 0)
+            os.write(self.go, b"\0")
+        except OSError:  # it died meanwhile
+            self.close(reaper)
+            return None
+        os.close(self.go)
+        os.close(self.script)
+        self.proc = None
+        return proc
+
+    def close(self, reaper):
+        """Kill the spare, if any (its whole session's group)."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        os.close(self.go)
+        os.close(self.script)
+        _kill_group(proc.pid, reaper)
+        reaper.statuses.pop(proc.pid, None)
+        proc.stdout.close()
+
+
 def run_command(req, command, reaper, wake_fd, host):
     """Run one command; return (header, payload) of the reply.
 
@@ -343,10 +481,15 @@ def run_command(req, command, reaper, wake_fd, host):
     if not os.path.isdir(cwd):
         capture.feed(("[swe_gym: working directory %s is gone; ran in /]\n" % cwd).encode())
         cwd = "/"
+    spare = bool(req.get("spare")) and cwd == req.get("cwd") and SpareShell.usable(command, env)
     start = time.time()
     deadline = start + timeout
     try:
-        proc = _spawn(command, cwd, env)
+        proc = SPARE.take(command, cwd, env, reaper) if spare else None
+        if proc is None:
+            proc = _spawn(command, cwd, env)
+        if spare:
+            SPARE.wanted = (cwd, env)
     except OSError as exc:
         capture.feed(("swe_gym runner: cannot start the command: %s\n" % exc).encode())
         return {
@@ -706,6 +849,7 @@ class PersistentShell(object):
 
 #: The runner's one persistent shell (see ``PersistentShell``).
 SHELL = PersistentShell()
+SPARE = SpareShell()
 
 
 def _untar(payload, dest):
@@ -817,8 +961,9 @@ def _prepare():
 
 
 def _end_shell(reaper):
-    """As the runner goes: its persistent shell (if any) and the shell's command directory go too."""
+    """As the runner goes: its persistent shell (if any), the shell's command directory and the spare go too."""
     SHELL.close(reaper)
+    SPARE.close(reaper)
     SHELL.remove_home()
 
 
@@ -850,6 +995,7 @@ def serve(ttl):
                 io_.write(req, {"ok": True})
                 return 0
             io_.write(req, *_safe_handle(req, payload, reaper, wake_r, io_))
+            SPARE.refill(reaper)
     except EOFError:
         return 0
     except ValueError as exc:  # a BadFrame, say: only the host writes here, so never guess; stop
@@ -971,6 +1117,7 @@ def serve_fifo(directory, key):
             _end_shell(reaper)
             return 0
         _write_reply(reply_to, _reply_text(key, req, *_safe_handle(req, payload, reaper, wake_r)))
+        SPARE.refill(reaper)
 
 
 def _decode_environment():

@@ -131,13 +131,14 @@ class ProcessSandbox(RunnerSandbox):
                     cgroup.thaw()  # inline: a cancelled fork must not leave the source frozen
 
     def _exited(self) -> bool:
-        """The runner process is gone or a zombie: read from /proc, since asyncio reaps it only later."""
+        """The runner process is gone or a zombie, asked of the kernel without reaping it (asyncio reaps it later):
+        one system call, checked before every request."""
         proc = self._proc
         if proc is None or proc.returncode is not None:
             return True
         try:
-            return Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-        except (OSError, IndexError):
+            return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:  # reaped already
             return True
 
     async def _terminate(self) -> None:
