@@ -282,18 +282,12 @@ def _script_fd(command):
     return fd
 
 
-def _spawn(command, cwd, env):
-    """Start ``command`` in a new session; stdin is a pipe already at EOF (no /dev/null needed)."""
+def _popen(argv, cwd, env, keep=()):
+    """Start ``argv`` in a new session, output merged into one pipe, ``keep`` passed on; stdin is a pipe already
+    at EOF (no /dev/null needed)."""
     stdin_r, stdin_w = os.pipe()
     os.close(stdin_w)
-    owned = [stdin_r]
     try:
-        if len(command) <= _ARGV_LIMIT and b"\0" not in command:
-            argv, keep = [_shell(), "-c", command], ()
-        else:
-            script = _script_fd(command)
-            owned.append(script)
-            argv, keep = [_shell(), "/dev/fd/%d" % script], (script,)
         return subprocess.Popen(
             argv,
             stdin=stdin_r,
@@ -305,8 +299,19 @@ def _spawn(command, cwd, env):
             pass_fds=keep,
         )
     finally:
-        for fd in owned:
-            os.close(fd)
+        os.close(stdin_r)
+
+
+def _spawn(command, cwd, env):
+    """Start ``command`` in a fresh shell (``_popen``): as ``-c`` its argument, or when too large or holding a NUL
+    from an in-memory file."""
+    if len(command) <= _ARGV_LIMIT and b"\0" not in command:
+        return _popen([_shell(), "-c", command], cwd, env)
+    script = _script_fd(command)
+    try:
+        return _popen([_shell(), "/dev/fd/%d" % script], cwd, env, (script,))
+    finally:
+        os.close(script)
 
 
 def _wait(watched, timeout, wake_fd, host, host_gone):
@@ -387,8 +392,6 @@ class SpareShell(object):
         self.close(reaper)
         go_r, go_w = os.pipe()
         script = _script_fd(b"")
-        stdin_r, stdin_w = os.pipe()
-        os.close(stdin_w)
         boot = _shell_text(
             "__swe_gym_u=@_; read -r -d '' -u %(go)d __swe_gym_c; IFS= read -r -d '' -u %(script)d __swe_gym_c; "
             "exec %(go)d<&- %(script)d<&-; SECONDS=0; __swe_gym_k=@{__swe_gym_c:0:1}; __swe_gym_c=@{__swe_gym_c:1}; "
@@ -398,23 +401,13 @@ class SpareShell(object):
             "else export SHLVL=@((SHLVL-1)); exec %(bash)s -c ^@__swe_gym_c^; fi"
         ) % {"go": go_r, "script": script, "nl": chr(92) + "n", "bash": _BASH}
         try:
-            proc = subprocess.Popen(
-                [_BASH, "-c", boot],
-                stdin=stdin_r,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-                pass_fds=(go_r, script),
-            )
+            proc = _popen([_BASH, "-c", boot], cwd, env, (go_r, script))
         except OSError:
             os.close(go_w)
             os.close(script)
             return
         finally:
             os.close(go_r)
-            os.close(stdin_r)
         self.proc, self.go, self.script = proc, go_w, script
         self.key = (cwd, sorted(env.items()), self._where(proc.pid))
 
