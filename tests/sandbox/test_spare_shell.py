@@ -23,8 +23,9 @@ BATTERY = [
     "true; }; echo injected; { true",
     "foo_not_a_command",
     "fi",  # plain words, but a reserved one: parsed first
-    "ls -la /tmp/..",  # plain words: run without the parse
-    "echo $0 $_ $SHLVL $SECONDS $BASH_SUBSHELL $-",
+    "ls -1a /tmp/..",  # plain words: run without the parse (no -l: /proc's link count is the host's process count)
+    "echo $0 $_ $SHLVL $BASH_SUBSHELL $-",
+    "echo $((SECONDS <= 1))",  # whole seconds since start: 1 when a second ticks over, on either side
     'echo "$BASH_EXECUTION_STRING"',
     "echo $LINENO\n\necho $LINENO",
     "env | sort",
@@ -64,6 +65,13 @@ def test_an_action_in_a_spare_prints_what_bash_c_prints(sandbox: Sandbox, provid
             assert spares(sandbox), "a runner keeps a spare between the agent's commands"
         spared = sandbox.exec_action(command)
         assert (spared.output, spared.exit_code) == (fresh.output, fresh.exit_code), command
+
+
+def test_seconds_counts_from_the_action_not_from_the_spare_start(sandbox: Sandbox) -> None:
+    """A spare that waited longer than the action takes still reads as a bash started for the action."""
+    sandbox.exec_action("true")
+    time.sleep(2.5)
+    assert int(sandbox.exec_action("echo $SECONDS").output) <= 1
 
 
 @pytest.mark.parametrize("change", ["rm -rf {d} && mkdir {d} && touch {d}/new", "KILL"])
