@@ -55,6 +55,10 @@ async def grade_async(
         if sandbox is not None:
             await sandbox.close()
         return masked_report(task, f"no eval script for this task: {exc}", started)
+    if task.eval.toolkit == "harbor":  # the task's own verifier, whichever harness was asked for
+        from swe_gym.grading.harbor_verifier import grade_harbor
+
+        return await grade_harbor(task, patch, provider, spec, pool, sandbox, started)
     if harness == "official":
         from swe_gym.grading.official_harness import grade_official
 

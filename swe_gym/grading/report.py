@@ -60,6 +60,10 @@ class GradeReport(BaseModel):
     fail_to_pass: TestGroup = Field(default_factory=TestGroup)
     pass_to_pass: TestGroup = Field(default_factory=TestGroup)
     test_status: dict[str, TestStatus] = Field(default_factory=dict)
+    score: float | None = Field(
+        default=None, description="the reward a task's own verifier gave (Harbor tasks: its reward file), if any"
+    )
+    score_source: str | None = Field(default=None, description="where the score was read")
     eval_exit_code: int | None = None
     duration_s: float = 0.0
     log_tail: str = ""
@@ -67,9 +71,12 @@ class GradeReport(BaseModel):
 
     def reward(self, mode: str = "binary") -> float:
         """``binary``: 1.0 if resolved. ``partial``: fraction of FAIL_TO_PASS passing,
-        0 unless every PASS_TO_PASS test still passes. Masked reports give 0.0."""
+        0 unless every PASS_TO_PASS test still passes. Masked reports give 0.0. A verifier's own ``score`` (a
+        Harbor task's reward, a fraction where it writes one) is the reward in either mode."""
         if self.masked:
             return 0.0
+        if self.score is not None:
+            return self.score
         if mode == "partial":
             return self.fail_to_pass.fraction if not self.pass_to_pass.failure else 0.0
         return 1.0 if self.resolved else 0.0
@@ -81,6 +88,8 @@ class GradeReport(BaseModel):
             return "patch did not apply: not resolved"
         if self.unresolved_reason:
             return f"not resolved: {self.unresolved_reason}"
+        if self.score is not None:
+            return f"{'RESOLVED' if self.resolved else 'not resolved'}: reward {self.score:g} ({self.score_source})"
         verdict = "RESOLVED" if self.resolved else "not resolved"
         return (
             f"{verdict}: FAIL_TO_PASS {len(self.fail_to_pass.success)}/"

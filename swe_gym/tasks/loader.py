@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from swe_gym.errors import TaskError, validation_problems
+from swe_gym.tasks import harbor
 from swe_gym.tasks.bundled import load_bundled
 from swe_gym.tasks.datasets import Row, read_rows
 from swe_gym.tasks.families import convert
@@ -75,7 +76,8 @@ def load_tasks(
 ) -> list[SWETask]:
     """Tasks from ``"bundled"``, a ``.json``/``.jsonl``/``.parquet`` file, a datasets folder, a Hugging Face
     dataset name (``princeton-nlp/SWE-bench_Verified``, ``SWE-Gym/SWE-Gym``, ``nebius/SWE-rebench``, ...),
-    or an iterable of records.
+    a Harbor task directory or a folder of them (`swe_gym.tasks.harbor`: their images built here, once per
+    content), or an iterable of records.
 
     Each row goes through its dataset family (`swe_gym.tasks.families.convert`), recognised from its
     fields and the dataset's name, so SWE-bench-style rows become tasks with their published images.
@@ -90,6 +92,8 @@ def load_tasks(
     label = repr(source) if isinstance(source, str | Path) else "the given records"
     if isinstance(source, str) and source == "bundled":
         rows: list[Row] = [(task, f"bundled[{i}]") for i, task in enumerate(load_bundled())]
+    elif isinstance(source, str | Path) and harbor.is_harbor_source(source):
+        rows = list(harbor.read_tasks(source))
     elif isinstance(source, str | Path):
         rows = read_rows(source, split=split)
         dataset = str(source)
@@ -97,6 +101,7 @@ def load_tasks(
         rows = [(record, f"task[{i}]") for i, record in enumerate(source)]
     tasks = [_validate(record, where, dataset) for record, where in _select(rows, label, instance_ids, limit)]
     _check_unique(rows, label)
+    harbor.build_images(tasks)
     if not tasks:
         raise TaskError(f"no tasks in {label}" + (f" (limit={limit!r})" if limit is not None else ""))
     return tasks

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from swe_gym.sandbox.spec import Resources
+
 
 class EvalRecipe(BaseModel):
     """How to run a task's tests: a test command, or a whole eval script, and whose code judges the log.
@@ -16,12 +18,15 @@ class EvalRecipe(BaseModel):
     code (`swe_gym.grading.swebench_toolkit`): its eval script (derived from the repo's spec
     when the row carries none), its log parser (``log_parser`` names one, else the repo's),
     and its resolution rule. Either grading harness (``grade(harness=...)``) uses it.
+    ``toolkit="harbor"`` is a Harbor task's verifier (`swe_gym.tasks.harbor`).
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    toolkit: Literal["swe_gym", "swebench"] = Field(
-        default="swe_gym", description="whose code builds the eval script, parses its log and decides the verdict"
+    toolkit: Literal["swe_gym", "swebench", "harbor"] = Field(
+        default="swe_gym",
+        description="whose code builds the eval script, parses its log and decides the verdict (harbor: the "
+        "task's tests/test.sh and the reward file it writes, `swe_gym.grading.harbor_verifier`)",
     )
     test_cmd: str | None = Field(default=None, description="run in the workdir between output markers")
     eval_script: str | None = Field(default=None, description="a complete script, run instead of test_cmd")
@@ -51,6 +56,7 @@ class SWETask(BaseModel):
     base_commit: str | None = None
     image: str | None = Field(default=None, description="sandbox image; None = the env's default image")
     workdir: str = "/testbed"
+    resources: Resources | None = Field(default=None, description="the task's own limits (None: the env's)")
     repo_source: Path | None = Field(default=None, description="host directory copied in at reset")
     setup_script: str | None = Field(
         default=None,

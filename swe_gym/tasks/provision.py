@@ -29,6 +29,9 @@ def task_spec(task: SWETask, base: SandboxSpec) -> SandboxSpec:
             "image": task.image or base.image,
             "workdir": task.workdir,
             "labels": {**base.labels, "task_id": task.instance_id},
+            "resources": base.resources.model_copy(update=task.resources.model_dump(exclude_unset=True))
+            if task.resources is not None
+            else base.resources,
         }
     )
 
