@@ -4,26 +4,40 @@ What the verifier gets from the agent is the work tree, as the agent's patch (Ha
 what every swe_gym grading gives): a fresh sandbox of the task's image, the patch applied through our apply ladder
 (paths outside the work tree refused), then the verifier's own files put in place anew, whatever the image or the
 patch left there: ``/tests`` is the task's ``tests/`` uploaded from the host, ``/logs/verifier`` starts empty.
-``bash /tests/test.sh`` runs in the work tree under the verifier's timeout and ``[verifier].env``; the reward is read
-from the sandbox's file system afterwards (never from what the run printed, which the code under test controls):
-``/logs/verifier/reward.json`` (``{"reward": x}``, or one number), else ``reward.txt``, as Harbor reads them. A
-reward file kind that no file of the task's ``tests/`` names is not read, so code under test that writes
-``reward.json`` beside a verifier that writes ``reward.txt`` gains nothing. The verdict is the reward (a fraction
-where the task writes one; resolved at 1.0).
+``test.sh`` runs in the work tree under the verifier's timeout and ``[verifier].env``, from memory (``bash -c`` of
+its text, ``$0`` still ``/tests/test.sh``): bash reads a script file as it goes, so code under test that rewrote
+the file's rest would otherwise be run by the verifier itself. The reward is read from the sandbox's file system
+afterwards (never from what the run printed, which the code under test controls): ``/logs/verifier/reward.json``
+(``{"reward": x}``, or one number), else ``reward.txt``, as Harbor reads them; a kind that no file of the task's
+``tests/`` names is not read (code under test writing ``reward.json`` beside a verifier that writes ``reward.txt``
+gains nothing). The verdict is the reward (a fraction where the task writes one; resolved at 1.0).
+
+Two things only the code under test does are checked, each judged against a control run without the patch (as the
+safe harness judges its anomalies): a process of the verifier's tree that outlived its parent (a daemon left to
+rewrite the reward after ``test.sh`` wrote it: the runner counts them, and ends the live ones before the reward is
+read), and ``/tests`` not holding the task's files afterwards. Seen with the patch only, either is tampering
+(unresolved); seen in the control too, the check is off for that task.
 
 Masked only for the environment: no sandbox, the task's tests not uploadable. Whatever happens once the patch is in
 (a timeout, a dead sandbox, no reward file or one that is not a finite number) may be the patch's doing and is
 unresolved with the reason.
+
+What this cannot add to an opaque ``test.sh``: code under test that runs inside the test runner (a module pytest
+imports) can end it with status 0 or rewrite its report before ``test.sh`` reads it; a verifier that trusts those
+is as forgeable here as under Harbor. SWE-bench-style tasks graded by test ids get the safe harness's canaries and
+twins when loaded as SWE-bench rows instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
 import shlex
 import tarfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +46,7 @@ from swe_gym.grading.eval_run import LOG_TAIL, EvalRun, masked_report, start_san
 from swe_gym.grading.patch import apply_patch
 from swe_gym.grading.report import GradeReport
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox.backend import RunnerSandbox
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import offload, to_the_end
 from swe_gym.sandbox.pool import SandboxPool
@@ -40,6 +55,14 @@ from swe_gym.tasks.model import SWETask
 REWARD_DIR = "/logs/verifier"
 REWARD_FILES = ("reward.json", "reward.txt")
 _FRESH = f"rm -rf /tests {REWARD_DIR} && mkdir -p /tests {REWARD_DIR} /logs/agent /logs/artifacts"
+#: test.sh's text travels in this variable (unset before its first line runs) to a ``bash -c``.
+_SCRIPT_VAR = "SWE_GYM_VERIFIER_SCRIPT"
+#: Every file under /tests (bytecode caches aside) with its digest, sorted: compared with the task's own.
+_TESTS_DIGESTS = (
+    "cd /tests && find . -name __pycache__ -prune -o ! -type d -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum --"
+)
+#: (task id, image, provider) -> the anomaly kinds of its control run (no patch).
+_CONTROLS: dict[tuple[str, str, str], set[str]] = {}
 
 
 def _tests_archive(tests: Path) -> bytes:
@@ -53,6 +76,18 @@ def _owned_by_root(member: tarfile.TarInfo) -> tarfile.TarInfo:
     member.uid = member.gid = 0
     member.uname = member.gname = ""
     return member
+
+
+def tests_digests(tests: Path) -> str:
+    """What `_TESTS_DIGESTS` prints for the task's own ``tests/``, computed on the host."""
+    lines = []
+    for path in sorted(tests.rglob("*"), key=lambda p: str(p.relative_to(tests)).encode()):
+        relative = path.relative_to(tests)
+        if "__pycache__" in relative.parts or (path.is_dir() and not path.is_symlink()):
+            continue
+        data = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+        lines.append(f"{hashlib.sha256(data).hexdigest()}  ./{relative}")
+    return "\n".join(sorted(lines, key=lambda line: line.split("  ", 1)[1].encode()))
 
 
 def reward_names(tests: Path) -> tuple[str, ...]:
@@ -96,6 +131,19 @@ async def _read_reward(sandbox: AsyncSandbox, names: tuple[str, ...]) -> tuple[f
     return None, f"the verifier wrote no reward file ({' or '.join(f'{REWARD_DIR}/{n}' for n in names)})"
 
 
+@dataclass
+class _Run:
+    """One verifier run: the reward (None: none read, ``why``), the anomalies only code can cause, the report's
+    common fields."""
+
+    reward: float | None = None
+    why: str = ""
+    anomalies: dict[str, str] = field(default_factory=dict)
+    common: dict[str, Any] = field(default_factory=dict)
+    log: str = ""
+    masked: str | None = None
+
+
 async def grade_harbor(
     task: SWETask,
     patch: str,
@@ -106,34 +154,73 @@ async def grade_harbor(
     started: float,
 ) -> GradeReport:
     """Grade ``patch`` with the Harbor task's verifier (see the module docstring); never raises."""
-    meta = task.metadata["harbor"]
-    run = EvalRun(empty=not patch.strip())
-    sandbox = sandbox or await start_sandbox(task, provider, spec, pool, run)
+    run = await _run_once(task, patch, provider, spec, pool, sandbox)
+    common = {"harness": "harbor", "empty_patch": not patch.strip(), **run.common}
+    if run.masked is not None:
+        return masked_report(task, run.masked, started, **common)
+    if run.anomalies and patch.strip():
+        control = await _control(task, provider, spec)
+        own = {kind: detail for kind, detail in run.anomalies.items() if kind not in control}
+        common["control_run"] = True
+        if own:
+            reason = "; ".join(own.values())
+            return _report(task, started, None, f"tampering: {reason}", tampering=True, **common)
+        common["canary"] = f"off for this task: its control run shows the same ({', '.join(sorted(control))})"
+    if run.reward is None:
+        return _report(task, started, None, run.why, **common)
+    return _report(task, started, run.reward, None, eval_log=run.log, **common)
+
+
+async def _control(task: SWETask, provider: ProviderLike, spec: SandboxSpec) -> set[str]:
+    """The anomaly kinds of the verifier run without the patch (cached per task, image and provider)."""
+    key = (task.instance_id, spec.image or task.image or "", str(getattr(provider, "name", provider)))
+    if key not in _CONTROLS:
+        control = await _run_once(task, "", provider, spec, None, None)
+        _CONTROLS[key] = set(control.anomalies)
+    return _CONTROLS[key]
+
+
+async def _run_once(
+    task: SWETask,
+    patch: str,
+    provider: ProviderLike,
+    spec: SandboxSpec,
+    pool: SandboxPool | None,
+    sandbox: AsyncSandbox | None,
+) -> _Run:
+    run = _Run()
+    record = EvalRun(empty=not patch.strip())
+    sandbox = sandbox or await start_sandbox(task, provider, spec, pool, record)
     if sandbox is None:
-        return masked_report(task, run.infra or "no grading sandbox", started, harness="harbor")
+        run.masked = record.infra or "no grading sandbox"
+        return run
     try:
-        return await _verify(sandbox, task, meta, patch, run, started)
+        await _verify(sandbox, task, task.metadata["harbor"], patch, run)
     finally:
         await to_the_end(sandbox.close())
+    return run
 
 
-async def _verify(
-    sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], patch: str, run: EvalRun, started: float
-) -> GradeReport:
-    common: dict[str, Any] = {"harness": "harbor", "empty_patch": run.empty}
+async def _verify(sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], patch: str, run: _Run) -> None:
     tests = Path(meta["tests_dir"])
     try:
         archive = await offload(_tests_archive, tests)
         names = await offload(reward_names, tests)
+        expected = await offload(tests_digests, tests)
+        script = (tests / "test.sh").read_bytes()
     except OSError as exc:
-        return masked_report(task, f"the task's tests/ could not be read: {exc}", started, **common)
+        run.masked = f"the task's tests/ could not be read: {exc}"
+        return
     clock = time.perf_counter()
-    if not run.empty:
+    timings: dict[str, float] = {}
+    run.common["timings_s"] = timings
+    if patch.strip():
         had_git = (await sandbox.exec("test -e .git", timeout=60)).exit_code == 0
         method, apply_log = await apply_patch(sandbox, patch)
         if method is None:
-            return _unresolved(task, started, "patch did not apply", apply_log[-LOG_TAIL:], **common)
-        common.update(patch_applied=True, apply_method=method)
+            run.why, run.common["log_tail"] = "patch did not apply", apply_log[-LOG_TAIL:]
+            return
+        run.common.update(patch_applied=True, apply_method=method)
         if not had_git:  # the work tree had no .git: the apply's scratch files go, as the verifier never saw them
             await sandbox.exec("rm -rf .git", timeout=60)
     try:
@@ -143,44 +230,66 @@ async def _verify(
         await sandbox.upload_tar(archive, "/tests")
         await sandbox.exec("chmod +x /tests/test.sh", cwd="/", timeout=60)
     except SandboxError as exc:
-        if not run.empty:  # after the patch's files are in, a failure here may be theirs (a dead sandbox)
-            return _unresolved(task, started, f"the verifier's files could not be put in: {exc}", "", **common)
-        return masked_report(task, f"the verifier's files could not be put in: {exc}", started, **common)
-    timings = {"apply": round(time.perf_counter() - clock, 4)}
+        if patch.strip():  # after the patch's files are in, a failure here may be theirs (a dead sandbox)
+            run.why = f"the verifier's files could not be put in: {exc}"
+        else:
+            run.masked = f"the verifier's files could not be put in: {exc}"
+        return
+    timings["apply"] = round(time.perf_counter() - clock, 4)
     clock = time.perf_counter()
+    try:
+        result = await _run_test_sh(sandbox, task, meta, script)
+    except SandboxError as exc:
+        run.why = f"the verifier's sandbox failed during the tests: {exc}"
+        return
+    timings["tests"] = round(time.perf_counter() - clock, 4)
+    run.log = result.output
+    run.common.update(eval_exit_code=result.exit_code, log_tail=result.output[-LOG_TAIL:])
+    if result.timed_out:
+        run.why = f"the verifier timed out after {task.eval.timeout_s:.0f}s"
+        return
+    try:
+        if result.orphans:
+            run.anomalies["orphans"] = (
+                f"{result.orphans} process(es) of the verifier's run outlived their parent (a daemon left behind "
+                "could rewrite the reward after test.sh wrote it)"
+            )
+        now = await sandbox.exec(_TESTS_DIGESTS, cwd="/", timeout=120)
+        if now.output.strip() != expected:
+            run.anomalies["tests_changed"] = "/tests did not hold the task's files after the run"
+        run.reward, run.why = await _read_reward(sandbox, names)
+    except SandboxError as exc:
+        run.why = f"the verifier's reward could not be read: {exc}"
+        return
+    if run.reward is not None:
+        run.common["score_source"] = f"{REWARD_DIR}/{run.why}"
+
+
+async def _run_test_sh(sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], script: bytes) -> Any:
+    """``test.sh`` in the work tree, from memory where its text allows (see the module docstring), as
+    ``[verifier].user`` if it names one; orphans counted on the runner's own sandboxes."""
     env = {**meta.get("environment_env", {}), **meta.get("verifier_env", {})}
-    command = "bash /tests/test.sh"
+    text = script.decode("utf-8", errors="surrogateescape")
+    if b"\0" not in script and len(script) < 100_000:
+        env[_SCRIPT_VAR] = f"unset {_SCRIPT_VAR}\n{text}"
+        command = f'bash -c "${_SCRIPT_VAR}" /tests/test.sh'
+    else:
+        command = "bash /tests/test.sh"
     if meta.get("verifier_user"):
         command = f"runuser -u {shlex.quote(meta['verifier_user'])} -- {command}"
-    try:
-        result = await sandbox.exec(command, timeout=task.eval.timeout_s, env=env)
-    except SandboxError as exc:
-        return _unresolved(task, started, f"the verifier's sandbox failed during the tests: {exc}", "", **common)
-    timings["tests"] = round(time.perf_counter() - clock, 4)
-    common.update(eval_exit_code=result.exit_code, timings_s=timings, log_tail=result.output[-LOG_TAIL:])
-    if result.timed_out:
-        return _unresolved(task, started, f"the verifier timed out after {task.eval.timeout_s:.0f}s", **common)
-    try:
-        reward, source = await _read_reward(sandbox, names)
-    except SandboxError as exc:
-        return _unresolved(task, started, f"the verifier's reward could not be read: {exc}", **common)
-    if reward is None:
-        return _unresolved(task, started, source, **common)
+    options: dict[str, Any] = {"timeout": task.eval.timeout_s, "env": env}
+    backend = sandbox.backend
+    if isinstance(backend, RunnerSandbox):
+        return await backend.exec(command, track_orphans=True, **options)
+    return await sandbox.exec(command, **options)
+
+
+def _report(task: SWETask, started: float, reward: float | None, reason: str | None, **common: Any) -> GradeReport:
     return GradeReport(
         instance_id=task.instance_id,
-        resolved=reward >= 1.0,
-        score=reward,
-        score_source=f"{REWARD_DIR}/{source}",
+        resolved=reward is not None and reward >= 1.0,
+        score=reward if reward is not None else 0.0,
+        unresolved_reason=reason,
         duration_s=time.perf_counter() - started,
-        eval_log=result.output,
         **common,
     )
-
-
-def _unresolved(task: SWETask, started: float, reason: str, log_tail: str | None = None, **common: Any) -> GradeReport:
-    if log_tail is not None:
-        common["log_tail"] = log_tail
-    return GradeReport(
-        instance_id=task.instance_id, unresolved_reason=reason, score=0.0, duration_s=time.perf_counter() - started,
-        **common,
-    )  # fmt: skip

@@ -165,12 +165,16 @@ class RunnerSandbox(ABC):
         max_output_bytes: int | None = None,
         shell: Literal["stateless", "persistent"] = "stateless",
         spare_shell: bool = False,
+        track_orphans: bool = False,
     ) -> ExecResult:
         """Run ``command``: by default in a fresh ``bash -c`` (in ``cwd``, default the workdir, with ``env`` added);
         ``shell="persistent"``: in the sandbox's persistent shell, where ``cd`` and ``export`` carry over (see the
         runner's `PersistentShell`; it takes no ``cwd`` or ``env``). Same timeout, output and stdin rules either way.
         ``spare_shell`` (the agent's commands only, `AsyncSandbox.exec_action`): a stateless command may run in the
-        bash the runner started ahead after the last such one (the runner's `SpareShell`), as ``bash -c`` would."""
+        bash the runner started ahead after the last such one (the runner's `SpareShell`), as ``bash -c`` would.
+        ``track_orphans`` (stateless only): the reply counts the processes of the command's tree that outlived their
+        parent (re-parented to the runner, which is PID 1 or a subreaper) and every one still alive is killed before
+        it (`ExecResult.orphans`): a verifier's reward can then not be rewritten by something the tests left."""
         timeout = self.spec.exec_timeout_s if timeout is None else timeout
         payload = command if isinstance(command, bytes) else encode_text(command)
         limit = max_output_bytes or self.spec.max_output_bytes
@@ -182,6 +186,8 @@ class RunnerSandbox(ABC):
             header = {"op": "exec", "timeout": timeout, "cwd": cwd or self.workdir, "env": env or {}, "limit": limit}
             if spare_shell:
                 header["spare"] = True
+            if track_orphans:
+                header["orphans"] = True
         else:
             raise ValueError(f"shell must be 'stateless' or 'persistent', got {shell!r}")
         started = time.perf_counter()
@@ -196,6 +202,7 @@ class RunnerSandbox(ABC):
             output_truncated=dropped > 0,
             dropped_bytes=dropped,
             duration_s=time.perf_counter() - started,
+            orphans=reply.get("orphans"),
         )
 
     async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:

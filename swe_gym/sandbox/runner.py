@@ -237,11 +237,17 @@ def _exit_code(status):
     return os.WEXITSTATUS(status)
 
 
+#: The processes the runner started itself (each command's shell, the spare, the persistent shell): any other
+#: child it reaps or finds is an orphan of some command's tree, re-parented to it.
+OWN = set()
+
+
 class Reaper(object):
-    """Reap every exited child (we may be PID 1 or a subreaper) and keep our own's status."""
+    """Reap every exited child (we may be PID 1 or a subreaper), keep our own's status, count the orphans."""
 
     def __init__(self):
         self.statuses = {}
+        self.orphans = 0
 
     def reap(self):
         while True:
@@ -251,7 +257,48 @@ class Reaper(object):
                 return
             if pid == 0:
                 return
-            self.statuses[pid] = _exit_code(status)
+            if pid in OWN:
+                OWN.discard(pid)
+                self.statuses[pid] = _exit_code(status)
+            else:
+                self.orphans += 1
+
+
+def _orphans_alive():
+    """The live processes re-parented to us that we did not start (from /proc)."""
+    found = []
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) in OWN:
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            if fields[0] not in (b"Z", b"X") and int(fields[1]) == me:
+                found.append(int(name))
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+    return found
+
+
+def _end_orphans(reaper):
+    """SIGKILL every live orphan (each stopped first, so none forks meanwhile) until none is left."""
+    for _ in range(200):
+        alive = _orphans_alive()
+        if not alive:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in alive:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        time.sleep(0.002)
+        reaper.reap()
 
 
 def _kill_group(pgid, reaper):
@@ -288,7 +335,7 @@ def _popen(argv, cwd, env, keep=()):
     stdin_r, stdin_w = os.pipe()
     os.close(stdin_w)
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             argv,
             stdin=stdin_r,
             stdout=subprocess.PIPE,
@@ -300,6 +347,8 @@ def _popen(argv, cwd, env, keep=()):
         )
     finally:
         os.close(stdin_r)
+    OWN.add(proc.pid)
+    return proc
 
 
 def _spawn(command, cwd, env):
@@ -475,6 +524,7 @@ def run_command(req, command, reaper, wake_fd, host):
         capture.feed(("[swe_gym: working directory %s is gone; ran in /]\n" % cwd).encode())
         cwd = "/"
     spare = bool(req.get("spare")) and cwd == req.get("cwd") and SpareShell.usable(command, env)
+    orphans = reaper.orphans
     start = time.time()
     deadline = start + timeout
     try:
@@ -533,6 +583,9 @@ def run_command(req, command, reaper, wake_fd, host):
         "dropped": capture.dropped,
         "duration": time.time() - start,
     }
+    if req.get("orphans"):  # what outlived its parent in the command's tree, counted; the live ones ended
+        _end_orphans(reaper)
+        header["orphans"] = reaper.orphans - orphans
     return header, bytes(capture.head) + bytes(capture.tail)
 
 
@@ -680,6 +733,7 @@ class PersistentShell(object):
         finally:
             for fd in (status_w, out_w, eof_r, null):
                 os.close(fd)
+        OWN.add(proc.pid)
         # We keep the read end of its script pipe too: writing to a shell that died never raises SIGPIPE.
         self.proc, self.ctl, self.ctl_keep, self.status, self.out = proc, ctl_w, ctl_r, status_r, out_r
         # Sourced with stdin at EOF, output to the capture and none of our descriptors; then the status line;

@@ -68,6 +68,9 @@ class ExecResult(BaseModel):
     output_truncated: bool = False
     dropped_bytes: int = 0
     duration_s: float = 0.0
+    #: With ``track_orphans`` (the runner's sandboxes): how many processes of the command's tree outlived their
+    #: parent (daemons, a watcher left behind), each ended before the reply; None when not counted.
+    orphans: int | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,133 @@
+"""Harbor task directories as swe_gym tasks: loading (images built by content from the local test image), clear
+errors for bad tasks, and real episodes graded by the task's own verifier (gold, empty and partial solutions) on
+docker and apptainer. The fixtures are Harbor tasks written for this repository: ``slugfix`` (a git repository with
+a bug, pytest behind ``tests/test.sh``, reward.txt) and ``csv-report`` (no git, two checks, a fractional reward.json).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+from swe_gym.errors import TaskError
+from swe_gym.grading.harbor_verifier import parse_reward, reward_names
+from swe_gym.policies.oracle import OraclePolicy
+from swe_gym.tasks import harbor, load_tasks
+from tests.conftest import provider_setup, require_docker
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "harbor"
+SLUGFIX, CSV = "swe-gym-fixtures__slugfix", "swe-gym-fixtures__csv-report"
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Any]:
+    require_docker()
+    return {task.instance_id: task for task in load_tasks(FIXTURES)}
+
+
+def test_a_folder_of_tasks_and_one_task_directory_load(tasks: dict[str, Any]) -> None:
+    assert sorted(tasks) == [CSV, SLUGFIX]
+    slugfix, csv = tasks[SLUGFIX], tasks[CSV]
+    assert slugfix.family == csv.family == "harbor"
+    assert slugfix.workdir == "/testbed" and csv.workdir == "/app"  # from each Dockerfile's WORKDIR
+    assert slugfix.problem_statement.startswith("`slugify.slug(") and "sales.csv" in csv.problem_statement
+    assert (slugfix.eval.toolkit, slugfix.eval.timeout_s, csv.eval.timeout_s) == ("harbor", 120.0, 60.0)
+    assert slugfix.resources is not None and (slugfix.resources.cpus, slugfix.resources.memory_mb) == (1, 1024)
+    assert slugfix.metadata["harbor"]["agent_timeout_s"] == 600.0
+    assert csv.metadata["harbor"]["verifier_env"] == {"EXPECTED_ROWS": "3"}
+    assert slugfix.image and slugfix.image.startswith("swe-gym-harbor:") and slugfix.image != csv.image
+    (again,) = load_tasks(FIXTURES / "slugfix")
+    assert again.image == slugfix.image  # the same content, the same (already built) image
+
+
+def test_an_image_is_named_by_its_build_context(tmp_path: Path) -> None:
+    task = shutil.copytree(FIXTURES / "csv-report", tmp_path / "csv-report")
+    before = harbor.to_task(task).image
+    (task / "task.toml").write_text((task / "task.toml").read_text().replace("60.0", "61.0"))
+    assert harbor.to_task(task).image == before  # task.toml is not in the image
+    (task / "environment" / "Dockerfile").write_text((task / "environment" / "Dockerfile").read_text() + "\n# x\n")
+    assert harbor.to_task(task).image != before
+
+
+def test_a_base_image_not_on_the_engine_is_a_clear_error_not_a_pull(tmp_path: Path) -> None:
+    require_docker()
+    task = shutil.copytree(FIXTURES / "csv-report", tmp_path / "absent-base")
+    (task / "environment" / "Dockerfile").write_text("FROM swe-gym-absent-base:never\nWORKDIR /app\n")
+    with pytest.raises(TaskError, match=r"base image swe-gym-absent-base:never is not on the Docker engine.*pull"):
+        load_tasks(task)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: (t / "task.toml").write_text("[verifier\n"), "cannot read it as TOML"),
+        (lambda t: (t / "tests" / "test.sh").unlink(), "needs tests/test.sh"),
+        (lambda t: (t / "instruction.md").unlink(), "needs instruction.md"),
+        (lambda t: shutil.rmtree(t / "environment"), "docker_image or an environment/Dockerfile"),
+        (lambda t: (t / "task.toml").write_text('[verifier]\ntimeout_sec = "soon"\n'), "timeout_sec"),
+        (lambda t: (t / "task.toml").write_text('[[steps]]\nname = "one"\n'), "multi-step"),
+    ],
+)
+def test_malformed_tasks_are_clear_errors(tmp_path: Path, change: Any, message: str) -> None:
+    task = shutil.copytree(FIXTURES / "csv-report", tmp_path / "bad")
+    change(task)
+    with pytest.raises(TaskError, match=message):
+        harbor.to_task(task)
+
+
+def test_reward_files_read_as_harbor_reads_them(tmp_path: Path) -> None:
+    assert parse_reward("reward.txt", b"1\n") == 1.0 and parse_reward("reward.txt", b" 0.25 ") == 0.25
+    assert parse_reward("reward.json", b'{"reward": 0.5, "style": 1}') == 0.5
+    assert parse_reward("reward.json", b'{"accuracy": 0.75}') == 0.75 and parse_reward("reward.json", b"1") == 1.0
+    for name, data in [("reward.txt", b""), ("reward.txt", b"nan"), ("reward.json", b"true"), ("reward.json", b"{}")]:
+        with pytest.raises(ValueError):
+            parse_reward(name, data)
+    assert reward_names(FIXTURES / "slugfix" / "tests") == ("reward.txt",)
+    assert reward_names(FIXTURES / "csv-report" / "tests") == ("reward.json",)
+    (tmp_path / "test.sh").write_text("rewardkit /tests\n")  # a helper writes it: either kind is read
+    assert reward_names(tmp_path) == ("reward.json", "reward.txt")
+
+
+def episode(env: gym.Env[str, str], task_id: str, actions: list[str]) -> tuple[float, dict[str, Any], list[str]]:
+    """Reset to ``task_id``, run ``actions``, submit: (reward, final info, observations)."""
+    env.reset(options={"task_id": task_id})
+    seen = [env.step(action)[0] for action in actions]
+    _, reward, terminated, _, info = env.step("submit")
+    assert terminated and not info["masked"], info["masked_reason"]
+    return reward, info, seen
+
+
+@pytest.mark.parametrize("provider", ["docker", "apptainer"])
+def test_gold_and_empty_solutions_get_the_verifiers_reward(provider: str, tasks: dict[str, Any]) -> None:
+    config, _ = provider_setup(provider)
+    env = gym.make("swe_gym/SWE-v0", tasks=str(FIXTURES), provider=config, prestart_grading=False)
+    try:
+        oracle = OraclePolicy(env.unwrapped.tasks)  # type: ignore[attr-defined]
+        for task_id, workdir, reward_file in [(SLUGFIX, "/testbed", "reward.txt"), (CSV, "/app", "reward.json")]:
+            observation, info = env.reset(options={"task_id": task_id})
+            hidden = env.step("ls -d /tests /solution /logs 2>&1; pwd")[0]
+            assert hidden.count("No such file or directory") == 3 and hidden.strip().endswith(workdir), hidden
+            oracle.reset(observation, info)
+            env.step(oracle.act(observation, info))  # unpacks solution/ and runs solve.sh
+            _, gold, terminated, _, report = env.step(oracle.act(observation, info))
+            assert terminated and gold == 1.0 and report["resolved"], report["report"]
+            assert report["report"]["score_source"] == f"/logs/verifier/{reward_file}"
+            empty, info, _ = episode(env, task_id, [])
+            assert empty == 0.0 and not info["resolved"], info["report"]
+    finally:
+        env.close()
+
+
+def test_a_fraction_where_the_verifier_writes_one(tasks: dict[str, Any]) -> None:
+    config, _ = provider_setup("docker")
+    env = gym.make("swe_gym/SWE-v0", tasks=str(FIXTURES / "csv-report"), provider=config, prestart_grading=False)
+    try:
+        reward, info, _ = episode(env, CSV, ["tail -n +2 sales.csv | wc -l > count.txt"])
+        assert reward == 0.5 and not info["resolved"] and info["report"]["score"] == 0.5
+        assert "count.txt" in info["patch"]  # the work tree is what reached the verifier
+    finally:
+        env.close()
