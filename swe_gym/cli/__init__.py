@@ -1,4 +1,5 @@
-"""The ``swe-gym`` command line: ``rollout``, ``evaluate``, ``validate``, ``report``, ``cleanup`` and ``--version``."""
+"""The ``swe-gym`` command line: ``rollout``, ``evaluate``, ``validate``, ``report``, ``cleanup``, ``export``,
+``serve``, ``capture-proxy`` and ``--version``."""
 
 from swe_gym.cli.main import build_parser, main
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from swe_gym import progress
-from swe_gym.cli import capture_proxy, cleanup, evaluate, report, rollout, serve, validate
+from swe_gym.cli import capture_proxy, cleanup, evaluate, export, report, rollout, serve, validate
 from swe_gym.cli.errors import command_line_message, subcommand
 from swe_gym.errors import SWEGymError
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_parser(commands)
     report.add_parser(commands)
     cleanup.add_parser(commands)
+    export.add_parser(commands)
     serve.add_parser(commands)
     capture_proxy.add_parser(commands)
     return parser
