@@ -112,6 +112,10 @@ def read_config(task_dir: Path) -> tuple[HarborConfig, dict[str, Any]]:
 
 
 def _instance_id(task_dir: Path, config: HarborConfig) -> str:
+    """The id a task exported by swe_gym had (its metadata keeps it), else its Harbor name, else its directory's."""
+    exported = config.metadata.get("swe_gym_instance_id")
+    if isinstance(exported, str) and exported:
+        return exported
     name = config.task.name if config.task and config.task.name else task_dir.resolve().name
     return name.replace("/", "__")
 
