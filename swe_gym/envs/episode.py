@@ -85,6 +85,11 @@ class Episode:
         self._closing: asyncio.Future[None] | None = None
         self.forked_from: str | None = None  # the id of the sandbox this episode's was forked from
         self.editor_history = EditorHistory()  # the file editor tool's undo states (forks get a copy)
+        #: A task's own time limit for the agent (a Harbor task's [agent].timeout_sec): the monotonic time past
+        #: which the episode ends as a step limit does (graded, truncated); None: steps alone bound it.
+        limit = (task.metadata.get("harbor") or {}).get("agent_timeout_s")
+        self._limit_s: float | None = float(limit) if limit else None
+        self.deadline: float | None = None
 
     async def start(self) -> tuple[str, dict[str, Any]]:
         settings, started = self.settings, time.perf_counter()
@@ -98,6 +103,7 @@ class Episode:
         )
         self._base_tree = await snapshot(self.sandbox)
         self._reset_s = time.perf_counter() - started
+        self.deadline = None if self._limit_s is None else time.monotonic() + self._limit_s
         self._prestart_grader()
         prompt = task_prompt(
             self.task,
@@ -184,6 +190,7 @@ class Episode:
             child.sandbox, child.forked_from = sandbox, self.sandbox.id
             child.steps, child.last_observation, child._base_tree = self.steps, self.last_observation, self._base_tree
             child.editor_history = self.editor_history.copy()
+            child.deadline = self.deadline
             child._reset_s = time.perf_counter() - started
             child._prestart_grader()
             children.append(child)
@@ -278,7 +285,7 @@ class Episode:
                 return await self._finish("", info, terminated=True, broken=blame)
             return await self.end_masked(f"sandbox died: {exc}", info)
         info["duration_s"] = time.perf_counter() - started
-        if self.steps >= self.settings.options.max_steps:
+        if self._out_of_turns():
             return await self._finish(output, info, terminated=False)
         return self._observe(output), 0.0, False, False, info
 
@@ -297,7 +304,7 @@ class Episode:
             "tool_call_id": call_id,
         }
         output = f"[swe_gym: bad tool call: {reason}]"
-        if self.steps >= self.settings.options.max_steps:
+        if self._out_of_turns():
             return await self._finish(output, info, terminated=False)
         return self._observe(output), 0.0, False, False, info
 
@@ -310,9 +317,8 @@ class Episode:
             info.update(exit_code=0, timed_out=False, output_truncated=False, duration_s=0.0)
             return await self._finish("", info, terminated=True)
         try:
-            result = await self.sandbox.exec_action(
-                to_bytes(command), timeout=self.settings.options.step_timeout, shell=self.settings.options.shell
-            )
+            timeout, shell = self._step_timeout(), self.settings.options.shell
+            result = await self.sandbox.exec_action(to_bytes(command), timeout=timeout, shell=shell)
         except SandboxDiedError as exc:
             info.update(exit_code=-1, timed_out=False, output_truncated=False, duration_s=0.0)
             if getattr(exc, "during_call", False):  # the agent's own command broke it: a verdict, not a mask
@@ -330,12 +336,35 @@ class Episode:
         )
         output = result.output
         if result.timed_out:
-            output += f"\n[swe_gym: command timed out after {self.settings.options.step_timeout:g}s and was killed]"
+            output += f"\n[swe_gym: command timed out after {timeout:g}s and was killed]"
         if is_submission(output, result.exit_code):
             return await self._finish(output, info, terminated=True)
-        if self.steps >= self.settings.options.max_steps:
+        if self._out_of_turns():
             return await self._finish(output, info, terminated=False)
         return self._observe(output), 0.0, False, False, info
+
+    async def _artifacts(self) -> bytes | None:
+        """What a Harbor task's verifier receives besides the work tree (its artifacts), read before the sandbox
+        goes; None for other tasks."""
+        paths = (self.task.metadata.get("harbor") or {}).get("artifacts")
+        if not paths or self.sandbox is None:
+            return None
+        from swe_gym.grading.harbor_verifier import collect_artifacts
+
+        return await collect_artifacts(self.sandbox, paths)
+
+    def _out_of_turns(self) -> bool:
+        """The step limit reached, or the task's time limit for the agent passed."""
+        late = self.deadline is not None and time.monotonic() >= self.deadline
+        return self.steps >= self.settings.options.max_steps or late
+
+    def _limit_name(self) -> str:
+        return "step limit" if self.steps >= self.settings.options.max_steps else "the task's time limit"
+
+    def _step_timeout(self) -> float:
+        """The step timeout, cut to what is left of the task's time limit (never under a second)."""
+        timeout = self.settings.options.step_timeout
+        return timeout if self.deadline is None else max(1.0, min(timeout, self.deadline - time.monotonic()))
 
     async def truncate(self, output: str, info: dict[str, Any]) -> StepResult:
         """End the episode now (a caller's own turn limit): graded like a step limit, ``output`` shown."""
@@ -392,9 +421,10 @@ class Episode:
         assert self.sandbox is not None
         settings = self.settings
         self.done = True
-        patch, note = "", broken
+        patch, note, artifacts = "", broken, None
         try:
             patch = await extract_patch(self.sandbox, self._base_tree)
+            artifacts = await self._artifacts()
         except SandboxDiedError as exc:
             if broken is None and (broken := await self._agents_doing(exc)) is None:
                 return await self.end_masked(f"sandbox died before the patch was read: {exc}", info)
@@ -412,13 +442,19 @@ class Episode:
         if not terminated and not settings.options.grade_on_truncation:
             info.update(self._terminal_info(GradeReport(instance_id=self.task.instance_id), patch, note))
             info.update(report=None, grade_s=0.0)
-            return self._observe(output + "\n[swe_gym: step limit reached]"), 0.0, False, True, info
+            return self._observe(output + f"\n[swe_gym: {self._limit_name()} reached]"), 0.0, False, True, info
         grader = await self._take_grader()
         report = await grade_async(
-            self.task, patch, provider=settings.provider, spec=settings.spec, pool=settings.pool, sandbox=grader
+            self.task,
+            patch,
+            provider=settings.provider,
+            spec=settings.spec,
+            pool=settings.pool,
+            sandbox=grader,
+            artifacts=artifacts,
         )
         info.update(self._terminal_info(report, patch, note))
-        ending = "" if terminated else "step limit reached; "
+        ending = "" if terminated else f"{self._limit_name()} reached; "
         observation = self._observe(f"{output}\n[swe_gym: {ending}{report.summary()}]")
         return observation, report.reward(settings.options.reward), terminated, not terminated, info
 

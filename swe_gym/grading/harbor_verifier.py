@@ -90,6 +90,47 @@ def tests_digests(tests: Path) -> str:
     return "\n".join(sorted(lines, key=lambda line: line.split("  ", 1)[1].encode()))
 
 
+#: The most of the agent's artifacts carried to the verifier.
+MAX_ARTIFACT_BYTES = 64 << 20
+_ARTIFACTS_TAR = "/tmp/.swe_gym-artifacts.tar"
+
+
+async def collect_artifacts(sandbox: AsyncSandbox, paths: list[str]) -> bytes:
+    """The task's artifacts in the agent's sandbox (`swe_gym.tasks.harbor.artifact_paths`), as a tar for the
+    verifier's: only regular files and directories under those paths (`keep_artifacts`), whatever the sandbox's
+    ``tar`` wrote."""
+    relative = " ".join(shlex.quote(path.lstrip("/")) for path in paths)
+    command = f"tar -C / -cf {_ARTIFACTS_TAR} --ignore-failed-read -- {relative} 2>/dev/null; true"
+    await sandbox.exec(command, cwd="/", timeout=300)
+    try:
+        data = await sandbox.read_file(_ARTIFACTS_TAR, max_bytes=MAX_ARTIFACT_BYTES)
+    except SandboxError:
+        return b""  # none of them there (or too big): the verifier gets none
+    return await offload(keep_artifacts, data, paths)
+
+
+def keep_artifacts(data: bytes, paths: list[str]) -> bytes:
+    """``data`` (a tar from the agent's sandbox) re-packed with only the regular files and directories under
+    ``paths``: no links (which could aim an extraction elsewhere), no devices, no member outside them."""
+    roots = [path.strip("/") for path in paths]
+    out = io.BytesIO()
+    try:
+        source = tarfile.open(fileobj=io.BytesIO(data))
+    except tarfile.TarError:
+        return b""
+    count = 0
+    with source, tarfile.open(fileobj=out, mode="w") as kept:
+        for member in source:
+            name = "/".join(part for part in member.name.split("/") if part not in ("", "."))
+            inside = any(name == root or name.startswith(root + "/") for root in roots)
+            if not inside or ".." in name.split("/") or not (member.isfile() or member.isdir()):
+                continue
+            member.name = name
+            kept.addfile(member, source.extractfile(member) if member.isfile() else None)
+            count += 1
+    return out.getvalue() if count else b""
+
+
 def reward_names(tests: Path) -> tuple[str, ...]:
     """The reward files the task's tests name (both when none names either: a helper of its own writes one)."""
     named = set()
@@ -152,9 +193,11 @@ async def grade_harbor(
     pool: SandboxPool | None,
     sandbox: AsyncSandbox | None,
     started: float,
+    artifacts: bytes | None = None,
 ) -> GradeReport:
-    """Grade ``patch`` with the Harbor task's verifier (see the module docstring); never raises."""
-    run = await _run_once(task, patch, provider, spec, pool, sandbox)
+    """Grade ``patch`` (and the task's ``artifacts``, from `collect_artifacts`) with the Harbor task's verifier
+    (see the module docstring); never raises."""
+    run = await _run_once(task, patch, provider, spec, pool, sandbox, artifacts)
     common = {"harness": "harbor", "empty_patch": not patch.strip(), **run.common}
     if run.masked is not None:
         return masked_report(task, run.masked, started, **common)
@@ -187,6 +230,7 @@ async def _run_once(
     spec: SandboxSpec,
     pool: SandboxPool | None,
     sandbox: AsyncSandbox | None,
+    artifacts: bytes | None = None,
 ) -> _Run:
     run = _Run()
     record = EvalRun(empty=not patch.strip())
@@ -195,13 +239,15 @@ async def _run_once(
         run.masked = record.infra or "no grading sandbox"
         return run
     try:
-        await _verify(sandbox, task, task.metadata["harbor"], patch, run)
+        await _verify(sandbox, task, task.metadata["harbor"], patch, run, artifacts)
     finally:
         await to_the_end(sandbox.close())
     return run
 
 
-async def _verify(sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], patch: str, run: _Run) -> None:
+async def _verify(
+    sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], patch: str, run: _Run, artifacts: bytes | None
+) -> None:
     tests = Path(meta["tests_dir"])
     try:
         archive = await offload(_tests_archive, tests)
@@ -224,6 +270,8 @@ async def _verify(sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], pa
         if not had_git:  # the work tree had no .git: the apply's scratch files go, as the verifier never saw them
             await sandbox.exec("rm -rf .git", timeout=60)
     try:
+        if artifacts:
+            await sandbox.upload_tar(artifacts, "/")
         fresh = await sandbox.exec(_FRESH, cwd="/", timeout=120)
         if fresh.exit_code != 0:
             raise SandboxError(f"could not make /tests and {REWARD_DIR}: {fresh.output[-500:]}")

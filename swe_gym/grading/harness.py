@@ -38,6 +38,7 @@ async def grade_async(
     harness: Harness = "safe",
     sandbox: AsyncSandbox | None = None,
     twins: bool = True,
+    artifacts: bytes | None = None,
 ) -> GradeReport:
     """Grade ``patch`` (a git diff against the task's base) in a fresh sandbox (never used, if from ``pool``).
 
@@ -45,7 +46,8 @@ async def grade_async(
     order, its log checks, none of our integrity checks: `swe_gym.grading.official_harness`), for numbers
     comparable with the leaderboard. ``sandbox``: a fresh one for this task, started ahead (e.g. while
     the agent acted); grade owns and closes it. ``twins=False`` runs one pass without twins
-    (`swe_gym.grading.twin_pass`): cheaper, and open to a forger that picks its targets. Never raises.
+    (`swe_gym.grading.twin_pass`): cheaper, and open to a forger that picks its targets. ``artifacts``: a Harbor
+    task's, from the agent's sandbox (`swe_gym.grading.harbor_verifier.collect_artifacts`). Never raises.
     """
     started = time.perf_counter()
     spec = spec or SandboxSpec()
@@ -58,7 +60,7 @@ async def grade_async(
     if task.eval.toolkit == "harbor":  # the task's own verifier, whichever harness was asked for
         from swe_gym.grading.harbor_verifier import grade_harbor
 
-        return await grade_harbor(task, patch, provider, spec, pool, sandbox, started)
+        return await grade_harbor(task, patch, provider, spec, pool, sandbox, started, artifacts)
     if harness == "official":
         from swe_gym.grading.official_harness import grade_official
 

@@ -184,11 +184,28 @@ def to_task(task_dir: Path) -> SWETask:
                 "verifier_user": None if config.verifier.user is None else str(config.verifier.user),
                 "environment_env": environment.env,
                 "agent_timeout_s": config.agent.timeout_sec,
-                "artifacts": config.artifacts,
+                "artifacts": artifact_paths(config.artifacts, where),
             },
             "harbor_config": raw,
         },
     )
+
+
+#: Harbor's conventional directory for what the agent publishes: always carried to the verifier.
+ARTIFACTS_DIR = "/logs/artifacts"
+
+
+def artifact_paths(entries: list[Any], where: Path) -> list[str]:
+    """The absolute paths ``artifacts`` names (a string, or a table's ``source``), Harbor's own directory first."""
+    paths = [ARTIFACTS_DIR]
+    for entry in entries:
+        source = entry.get("source") if isinstance(entry, dict) else entry
+        if not isinstance(source, str) or not source.startswith("/") or ".." in source.split("/"):
+            raise TaskError(f"{where}: an artifact must name an absolute path without '..', got {entry!r}")
+        normal = "/" + "/".join(part for part in source.split("/") if part)
+        if normal != "/" and normal not in paths:
+            paths.append(normal)
+    return paths
 
 
 _WORKDIR = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)

@@ -1,12 +1,15 @@
 """Harbor task directories as swe_gym tasks: loading (images built by content from the local test image), clear
 errors for bad tasks, and real episodes graded by the task's own verifier (gold, empty and partial solutions) on
 docker and apptainer. The fixtures are Harbor tasks written for this repository: ``slugfix`` (a git repository with
-a bug, pytest behind ``tests/test.sh``, reward.txt) and ``csv-report`` (no git, two checks, a fractional reward.json).
+a bug, pytest behind ``tests/test.sh``, reward.txt), ``csv-report`` (no git, two checks, a fractional reward.json)
+and ``report-artifact`` (the answer outside the work tree, in an artifact the task names).
 """
 
 from __future__ import annotations
 
+import io
 import shutil
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +17,13 @@ import gymnasium as gym
 import pytest
 
 from swe_gym.errors import TaskError
-from swe_gym.grading.harbor_verifier import parse_reward, reward_names
+from swe_gym.grading.harbor_verifier import keep_artifacts, parse_reward, reward_names
 from swe_gym.policies.oracle import OraclePolicy
 from swe_gym.tasks import harbor, load_tasks
 from tests.conftest import provider_setup, require_docker
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "harbor"
-SLUGFIX, CSV = "swe-gym-fixtures__slugfix", "swe-gym-fixtures__csv-report"
+SLUGFIX, CSV, REPORT = "swe-gym-fixtures__slugfix", "swe-gym-fixtures__csv-report", "swe-gym-fixtures__report-artifact"
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +33,7 @@ def tasks() -> dict[str, Any]:
 
 
 def test_a_folder_of_tasks_and_one_task_directory_load(tasks: dict[str, Any]) -> None:
-    assert sorted(tasks) == [CSV, SLUGFIX]
+    assert sorted(tasks) == [CSV, REPORT, SLUGFIX]
     slugfix, csv = tasks[SLUGFIX], tasks[CSV]
     assert slugfix.family == csv.family == "harbor"
     assert slugfix.workdir == "/testbed" and csv.workdir == "/app"  # from each Dockerfile's WORKDIR
@@ -39,6 +42,7 @@ def test_a_folder_of_tasks_and_one_task_directory_load(tasks: dict[str, Any]) ->
     assert slugfix.resources is not None and (slugfix.resources.cpus, slugfix.resources.memory_mb) == (1, 1024)
     assert slugfix.metadata["harbor"]["agent_timeout_s"] == 600.0
     assert csv.metadata["harbor"]["verifier_env"] == {"EXPECTED_ROWS": "3"}
+    assert tasks[REPORT].metadata["harbor"]["artifacts"] == ["/logs/artifacts", "/var/tmp/report"]
     assert slugfix.image and slugfix.image.startswith("swe-gym-harbor:") and slugfix.image != csv.image
     (again,) = load_tasks(FIXTURES / "slugfix")
     assert again.image == slugfix.image  # the same content, the same (already built) image
@@ -107,7 +111,8 @@ def test_gold_and_empty_solutions_get_the_verifiers_reward(provider: str, tasks:
     env = gym.make("swe_gym/SWE-v0", tasks=str(FIXTURES), provider=config, prestart_grading=False)
     try:
         oracle = OraclePolicy(env.unwrapped.tasks)  # type: ignore[attr-defined]
-        for task_id, workdir, reward_file in [(SLUGFIX, "/testbed", "reward.txt"), (CSV, "/app", "reward.json")]:
+        cases = [(SLUGFIX, "/testbed", "reward.txt"), (CSV, "/app", "reward.json"), (REPORT, "/app", "reward.txt")]
+        for task_id, workdir, reward_file in cases:
             observation, info = env.reset(options={"task_id": task_id})
             hidden = env.step("ls -d /tests /solution /logs 2>&1; pwd")[0]
             assert hidden.count("No such file or directory") == 3 and hidden.strip().endswith(workdir), hidden
@@ -129,5 +134,43 @@ def test_a_fraction_where_the_verifier_writes_one(tasks: dict[str, Any]) -> None
         reward, info, _ = episode(env, CSV, ["tail -n +2 sales.csv | wc -l > count.txt"])
         assert reward == 0.5 and not info["resolved"] and info["report"]["score"] == 0.5
         assert "count.txt" in info["patch"]  # the work tree is what reached the verifier
+    finally:
+        env.close()
+
+
+def test_only_files_and_directories_under_the_named_artifacts_reach_the_verifier() -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, kind, target in [
+            ("var/tmp/report", tarfile.DIRTYPE, ""),
+            ("var/tmp/report/lines.txt", tarfile.REGTYPE, ""),
+            ("./var/tmp/report/sub/../../../../usr/bin/python3", tarfile.REGTYPE, ""),  # climbs out
+            ("var/tmp/report/bin", tarfile.SYMTYPE, "/usr/bin"),  # would aim later members elsewhere
+            ("var/tmp/report/hard", tarfile.LNKTYPE, "etc/passwd"),
+            ("var/tmp/report/dev", tarfile.CHRTYPE, ""),
+            ("usr/bin/bash", tarfile.REGTYPE, ""),  # outside every artifact
+            ("var/tmp/reporter/x", tarfile.REGTYPE, ""),  # a sibling whose name starts alike
+        ]:
+            member = tarfile.TarInfo(name)
+            member.type, member.linkname = kind, target
+            data = b"4\n" if kind == tarfile.REGTYPE else b""
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data) if data else None)
+    kept = tarfile.open(fileobj=io.BytesIO(keep_artifacts(buffer.getvalue(), ["/logs/artifacts", "/var/tmp/report"])))
+    assert kept.getnames() == ["var/tmp/report", "var/tmp/report/lines.txt"]
+    assert keep_artifacts(buffer.getvalue(), ["/logs/artifacts"]) == b""  # none there: nothing to upload
+
+
+def test_the_tasks_time_limit_for_the_agent_ends_the_episode(tmp_path: Path, tasks: dict[str, Any]) -> None:
+    task = shutil.copytree(FIXTURES / "report-artifact", tmp_path / "report-artifact")
+    config_file = task / "task.toml"
+    config_file.write_text(config_file.read_text().replace("timeout_sec = 120.0", "timeout_sec = 2.0"))
+    config, _ = provider_setup("docker")
+    env = gym.make("swe_gym/SWE-v0", tasks=str(task), provider=config, prestart_grading=False, step_timeout=60)
+    try:
+        env.reset()
+        observation, reward, terminated, truncated, info = env.step("sleep 30")
+        assert info["timed_out"] and truncated and not terminated and reward == 0.0
+        assert "the task's time limit reached" in observation and info["report"] is not None  # graded
     finally:
         env.close()
