@@ -7,10 +7,10 @@ A Harbor task is a directory: ``task.toml`` (settings), ``instruction.md`` (what
 
 The image is built with the Docker engine from ``environment/``, tagged by the digest of the directory's files
 (``swe-gym-harbor:<digest>``), so an unchanged task builds once; a base image that is not on the engine is a clear
-error, never a pull, unless ``pull`` is allowed. The apptainer provider converts the built image as it converts any
-local one. ``tests/`` and ``solution/`` never enter the agent's sandbox (they are not in the build context, and
-``/tests``, ``/solution`` and ``/logs`` are removed at reset if the image has them); grading runs the verifier in a
-fresh sandbox (`swe_gym.grading.harbor_verifier`).
+error, never a pull, unless pulls are allowed (``SWE_GYM_PULL=missing``). The apptainer provider converts the built
+image as it converts any local one. ``tests/`` and ``solution/`` never enter the agent's sandbox (they are not in
+the build context, and ``/tests``, ``/solution`` and ``/logs`` are removed at reset if the image has them); grading
+runs the verifier in a fresh sandbox (`swe_gym.grading.harbor_verifier`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swe_gym.errors import TaskError, validation_problems
 from swe_gym.sandbox.spec import Resources
+from swe_gym.settings import settings
 from swe_gym.tasks.model import EvalRecipe, SWETask
 
 FAMILY = "harbor"
@@ -240,8 +241,11 @@ def base_images(dockerfile: Path) -> list[str]:
     return bases
 
 
-def build_images(tasks: list[SWETask], *, pull: bool = False) -> None:
-    """Build each Harbor task's image from its ``environment/`` where that tag is not on the engine yet."""
+def build_images(tasks: list[SWETask], *, pull: bool | None = None) -> None:
+    """Build each Harbor task's image from its ``environment/`` where that tag is not on the engine yet; a base
+    image not on the engine is pulled only with ``pull`` (default: ``SWE_GYM_PULL=missing``)."""
+    if pull is None:
+        pull = settings().pull == "missing"
     contexts = {
         task.image: task.metadata[FAMILY] for task in tasks if task.family == FAMILY and task.metadata.get(FAMILY)
     }
@@ -272,7 +276,7 @@ def build_images(tasks: list[SWETask], *, pull: bool = False) -> None:
                 if not pull:
                     raise TaskError(
                         f"{context / 'Dockerfile'}: its base image {base} is not on the Docker engine, and swe_gym "
-                        f"does not pull without leave: `docker pull {base}`, or load with pull=True"
+                        f"does not pull without leave: `docker pull {base}`, or set SWE_GYM_PULL=missing"
                     ) from None
         try:
             client.images.build(
