@@ -35,6 +35,7 @@ import os
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -948,6 +949,24 @@ def _apply_delta(payload, root, remove, clear, touch):
         os.utime(target, (mtime, mtime))
 
 
+def _regular_file(path, flags):
+    """``path`` opened as a file object if it is a regular file (or, writing, none yet); OSError otherwise.
+
+    Opened without blocking first: a FIFO or device that code in the sandbox put at a path the host reads or
+    writes (a reward file, a listing, what an editor views) would otherwise hang the runner, and with it the
+    channel, until the call's timeout declares the sandbox dead.
+    """
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("%s is not a regular file" % path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "wb" if flags & os.O_WRONLY else "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def handle(req, payload, reaper, wake_fd, host=None):
     op = req.get("op")
     if op == "ping":
@@ -961,13 +980,13 @@ def handle(req, payload, reaper, wake_fd, host=None):
         parent = os.path.dirname(path)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        with open(path, "wb") as handle_:
+        with _regular_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as handle_:
             handle_.write(payload)
         os.chmod(path, int(req.get("mode", 0o644)))
         return {"ok": True}, b""
     if op == "read":
         limit = int(req.get("max", 1 << 30))
-        with open(req["path"], "rb") as handle_:
+        with _regular_file(req["path"], os.O_RDONLY) as handle_:
             data = handle_.read(limit + 1)
         if len(data) > limit:
             return {"ok": False, "error": "file %s is larger than %d bytes" % (req["path"], limit)}, b""

@@ -69,3 +69,23 @@ def test_memory_hog_is_limited(isolated_provider: str) -> None:
         result = box.exec("python3 -c 'b = bytearray(1 << 30); print(len(b))'", timeout=60)
         assert result.exit_code != 0
         assert box.exec("echo fine").output == "fine\n"
+
+
+def test_a_fifo_or_device_where_the_host_reads_or_writes_is_refused_at_once(provider_name: str) -> None:
+    """Code in the sandbox can put a FIFO (or a link to a device) where the library reads a file (a reward file, a
+    listing, an editor's view) or writes one: opening it would block the runner until the call's timeout killed
+    the sandbox. Refused without waiting; the sandbox goes on. (OpenSandbox's writes go through its execd's file
+    API, which is the server's to guard.)"""
+    with make_sandbox(provider_name) as box:
+        box.exec("mkfifo pipe && ln -s /dev/zero zero && ln -s pipe link", timeout=30)
+        for path in ("pipe", "zero", "link"):
+            with pytest.raises(SandboxError, match="not a regular file"):
+                box.read_file(path)
+        if provider_name != "opensandbox":  # its writes go through execd's file API, not our runner
+            with pytest.raises(SandboxError):  # a FIFO nobody reads: ENXIO when opened without blocking
+                box.write_file("pipe", b"x")
+            with pytest.raises(SandboxError, match="not a regular file"):
+                box.write_file("zero", b"x")
+        box.write_file("plain", b"ok")
+        assert box.read_file("plain") == b"ok"
+        assert box.exec("echo alive").output == "alive\n"
