@@ -10,7 +10,8 @@ the file's rest would otherwise be run by the verifier itself. The reward is rea
 afterwards (never from what the run printed, which the code under test controls): ``/logs/verifier/reward.json``
 (``{"reward": x}``, or one number), else ``reward.txt``, as Harbor reads them; a kind that no file of the task's
 ``tests/`` names is not read (code under test writing ``reward.json`` beside a verifier that writes ``reward.txt``
-gains nothing). The verdict is the reward (a fraction where the task writes one; resolved at 1.0).
+gains nothing), and where both kinds are named and there, the lower counts. The verdict is the reward (a fraction
+where the task writes one; resolved at 1.0).
 
 Two things only the code under test does are checked, each judged against a control run without the patch (as the
 safe harness judges its anomalies): a process of the verifier's tree that outlived its parent (a daemon left to
@@ -160,16 +161,23 @@ def parse_reward(name: str, data: bytes) -> float:
 
 
 async def _read_reward(sandbox: AsyncSandbox, names: tuple[str, ...]) -> tuple[float | None, str]:
+    """The reward of each named kind that is there; the lowest where several are (Harbor takes ``reward.json``
+    first): a task whose files name both kinds but whose ``test.sh`` writes one gives code under test the other
+    to write, and a second file may then only lower the reward, never raise it."""
+    found: dict[str, float] = {}
     for name in names:
         try:
             data = await sandbox.read_file(f"{REWARD_DIR}/{name}", max_bytes=1 << 16)
         except SandboxError:
-            continue  # not there (or not a file): the next kind
+            continue  # not there (or not a regular file): the next kind
         try:
-            return parse_reward(name, data), name
+            found[name] = parse_reward(name, data)
         except (ValueError, UnicodeDecodeError) as exc:
             return None, f"the verifier's {name} holds no reward: {exc}"
-    return None, f"the verifier wrote no reward file ({' or '.join(f'{REWARD_DIR}/{n}' for n in names)})"
+    if not found:
+        return None, f"the verifier wrote no reward file ({' or '.join(f'{REWARD_DIR}/{n}' for n in names)})"
+    name = min(found, key=found.__getitem__)
+    return found[name], name
 
 
 @dataclass

@@ -8,6 +8,7 @@ have scored 1.0 on a verifier that ran ``bash /tests/test.sh`` in the agent's sa
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import gymnasium as gym
@@ -29,6 +30,13 @@ WATCHER = (
     "import subprocess\n"
     "subprocess.Popen(['bash', '-c', 'while true; do if grep -qx 0 /logs/verifier/reward.txt 2>/dev/null; "
     "then echo 1 > /logs/verifier/reward.txt; exit; fi; done'], start_new_session=True)"
+)
+
+#: The reward path made a FIFO whose reader (in a session of its own) swallows test.sh's write.
+FIFO = (
+    "import os, subprocess\nos.makedirs('/logs/verifier', exist_ok=True)\nos.mkfifo('/logs/verifier/reward.txt')\n"
+    "subprocess.Popen(['bash', '-c', 'while true; do cat /logs/verifier/reward.txt > /dev/null; done'], "
+    "start_new_session=True)"
 )
 
 ATTACKS = {
@@ -53,6 +61,9 @@ ATTACKS = {
         planted("open('/tests/test.sh', 'a').write('\\necho 1 > /logs/verifier/reward.txt\\n')")
     ],
     "a watcher daemon rewrites the reward": [planted(WATCHER)],
+    # A FIFO where the reward goes, drained by a daemon so test.sh's write does not block: reading it would hang
+    # the verifier's runner; it is no regular file, so it holds no reward (and the daemon is an orphan).
+    "a FIFO at the reward path": [planted(FIFO)],
     # The work tree is the only way in: the apply refuses paths outside it.
     "a patch that reaches /tests": ["ln -s /tests tests_link && mkdir -p ../tests && echo x > ../tests/test.sh"],
 }
@@ -93,3 +104,27 @@ def test_the_gold_solution_still_scores_one_after_the_checks(env: gym.Env[str, s
     env.step(f"cat > slugify/__init__.py <<'SWE_GYM_EOF'\n{fix}\nSWE_GYM_EOF")
     _, reward, _, _, info = env.step("submit")
     assert reward == 1.0 and info["resolved"] and not info["report"]["control_run"], info["report"]
+
+
+def test_a_second_reward_file_can_only_lower_the_reward(tmp_path: Path) -> None:
+    """A task whose files name both reward kinds (here a comment in test.sh) but whose test.sh writes one: code
+    under test writes the other. Harbor reads ``reward.json`` first and would give 1.0; the lower one counts."""
+    task = tmp_path / "slugfix"
+    shutil.copytree(FIXTURES / "slugfix", task)
+    script = task / "tests" / "test.sh"
+    script.write_text(script.read_text() + "# (Harbor also reads /logs/verifier/reward.json)\n")
+    config, _ = provider_setup("docker")
+    made = gym.make("swe_gym/SWE-v0", tasks=str(task), provider=config, prestart_grading=False)
+    try:
+        made.reset(options={"task_id": TASK})
+        made.step(
+            planted(
+                "import os\nos.makedirs('/logs/verifier', exist_ok=True)\n"
+                "open('/logs/verifier/reward.json', 'w').write('1')"
+            )
+        )
+        _, reward, terminated, _, info = made.step("submit")
+    finally:
+        made.close()
+    assert terminated and reward == 0.0 and not info["resolved"] and not info["masked"], info["report"]
+    assert info["report"]["score_source"].endswith("reward.txt"), info["report"]
