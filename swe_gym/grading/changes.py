@@ -16,7 +16,8 @@ from __future__ import annotations
 import shlex
 
 from swe_gym.errors import GradingError
-from swe_gym.grading.patch import SCRATCH
+from swe_gym.grading.patch import GIT_ENV, SCRATCH
+from swe_gym.grading.protect import SECTIONED
 from swe_gym.sandbox import AsyncSandbox
 
 _LISTING = f"{SCRATCH}/listing"
@@ -81,3 +82,27 @@ async def changed_since_record(sandbox: AsyncSandbox) -> dict[str, str]:
         if old != new:
             changed[path] = "added" if old is None else "deleted" if new is None else "modified"
     return changed
+
+
+_CONFIG_BYTES = 1 << 20
+
+
+async def config_texts(sandbox: AsyncSandbox, changed: dict[str, str]) -> dict[str, tuple[str | None, str | None]]:
+    """(base, patched) text of each changed tox.ini / setup.cfg / pyproject.toml; a patched one that is not a
+    regular file of a sane size (a directory, a link, a device) reads as unreadable, so it differs and goes back."""
+    texts: dict[str, tuple[str | None, str | None]] = {}
+    for path, kind in changed.items():
+        if path.rsplit("/", 1)[-1] not in SECTIONED:
+            continue
+        quoted = shlex.quote(path)
+        base = await sandbox.exec(f"{GIT_ENV} git show HEAD:./{quoted}", timeout=60)
+        patched: str | None = None
+        if kind != "deleted":
+            read = await sandbox.exec(
+                f"if [ -f {quoted} ] && [ ! -L {quoted} ]; then head -c {_CONFIG_BYTES + 1} {quoted}; else exit 3; fi",
+                timeout=60,
+            )
+            ok = read.exit_code == 0 and len(read.output) <= _CONFIG_BYTES
+            patched = read.output if ok else "\0unreadable"
+        texts[path] = (base.output if base.exit_code == 0 else None, patched)
+    return texts

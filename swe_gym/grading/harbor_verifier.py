@@ -2,7 +2,8 @@
 
 What the verifier gets from the agent is the work tree, as the agent's patch (Harbor's separate verifier mode, and
 what every swe_gym grading gives): a fresh sandbox of the task's image, the patch applied through our apply ladder
-(paths outside the work tree refused), then the verifier's own files put in place anew, whatever the image or the
+(paths outside the work tree refused), what it (and the artifacts) changed that steers a Python test run returned
+to base (`_return_to_base`), then the verifier's own files put in place anew, whatever the image or the
 patch left there: ``/tests`` is the task's ``tests/`` uploaded from the host, ``/logs/verifier`` starts empty.
 ``test.sh`` runs in the work tree under the verifier's timeout and ``[verifier].env``, from memory (``bash -c`` of
 its text, ``$0`` still ``/tests/test.sh``): bash reads a script file as it goes, so code under test that rewrote
@@ -35,6 +36,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import shlex
 import tarfile
 import time
@@ -42,9 +44,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swe_gym.errors import SandboxError
+from swe_gym.errors import GradingError, SandboxError
+from swe_gym.grading import changes, site_check
 from swe_gym.grading.eval_run import LOG_TAIL, EvalRun, masked_report, start_sandbox
-from swe_gym.grading.patch import apply_patch
+from swe_gym.grading.eval_script import restore_script
+from swe_gym.grading.patch import GIT_ENV, apply_patch
+from swe_gym.grading.protect import restore_set
 from swe_gym.grading.report import GradeReport
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.backend import RunnerSandbox
@@ -62,6 +67,13 @@ _SCRIPT_VAR = "SWE_GYM_VERIFIER_SCRIPT"
 _TESTS_DIGESTS = (
     "cd /tests && find . -name __pycache__ -prune -o ! -type d -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum --"
 )
+#: Where the work tree is no repository: one, with everything in it, so files can go back to base.
+_BASE_COMMIT = (
+    f"export {GIT_ENV}; git init -q && git add -A -f && "
+    "git -c user.name=swe_gym -c user.email=swe_gym@localhost commit -q --no-verify --allow-empty -m base"
+)
+#: (provider, image, workdir) -> what the image's interpreters import from outside the work tree.
+_ENVIRONMENTS: dict[tuple[str, str, str], site_check.BaseEnvironment] = {}
 #: (task id, image, provider) -> the anomaly kinds of its control run (no patch).
 _CONTROLS: dict[tuple[str, str, str], set[str]] = {}
 
@@ -132,6 +144,12 @@ def keep_artifacts(data: bytes, paths: list[str]) -> bytes:
     return out.getvalue() if count else b""
 
 
+def _tests_text(tests: Path) -> str:
+    """Every file of the task's ``tests/``, as one text (to find the paths they name)."""
+    files = sorted(p for p in tests.rglob("*") if p.is_file() and not p.is_symlink())
+    return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in files)
+
+
 def reward_names(tests: Path) -> tuple[str, ...]:
     """The reward files the task's tests name (both when none names either: a helper of its own writes one)."""
     named = set()
@@ -191,6 +209,17 @@ class _Run:
     common: dict[str, Any] = field(default_factory=dict)
     log: str = ""
     masked: str | None = None
+    tampered: str | None = None
+
+
+@dataclass
+class _Base:
+    """What the verifier's work tree was before the agent's files went in (`_record_base`)."""
+
+    env: site_check.BaseEnvironment
+    listed: bool  # its listing was taken (GNU find or python3 in the image)
+    git: bool  # its HEAD is the base: the image's own repository, or one we made (git in the image)
+    had_git: bool  # the image's work tree is a repository (else ours goes before test.sh runs)
 
 
 async def grade_harbor(
@@ -209,6 +238,8 @@ async def grade_harbor(
     common = {"harness": "harbor", "empty_patch": not patch.strip(), **run.common}
     if run.masked is not None:
         return masked_report(task, run.masked, started, **common)
+    if run.tampered is not None:
+        return _report(task, started, None, f"tampering: {run.tampered}", tampering=True, **common)
     if run.anomalies and patch.strip():
         control = await _control(task, provider, spec)
         own = {kind: detail for kind, detail in run.anomalies.items() if kind not in control}
@@ -261,6 +292,7 @@ async def _verify(
         archive = await offload(_tests_archive, tests)
         names = await offload(reward_names, tests)
         expected = await offload(tests_digests, tests)
+        tests_text = await offload(_tests_text, tests)
         script = (tests / "test.sh").read_bytes()
     except OSError as exc:
         run.masked = f"the task's tests/ could not be read: {exc}"
@@ -268,18 +300,26 @@ async def _verify(
     clock = time.perf_counter()
     timings: dict[str, float] = {}
     run.common["timings_s"] = timings
+    base: _Base | None = None
+    if patch.strip() or artifacts:
+        try:
+            base = await _record_base(sandbox)
+        except SandboxError as exc:
+            run.masked = f"the verifier's sandbox could not record its work tree: {exc}"
+            return
     if patch.strip():
-        had_git = (await sandbox.exec("test -e .git", timeout=60)).exit_code == 0
         method, apply_log = await apply_patch(sandbox, patch)
         if method is None:
             run.why, run.common["log_tail"] = "patch did not apply", apply_log[-LOG_TAIL:]
             return
         run.common.update(patch_applied=True, apply_method=method)
-        if not had_git:  # the work tree had no .git: the apply's scratch files go, as the verifier never saw them
-            await sandbox.exec("rm -rf .git", timeout=60)
     try:
         if artifacts:
             await sandbox.upload_tar(artifacts, "/")
+        if base is not None:
+            await _return_to_base(sandbox, base, run, tests_text)
+            if run.tampered is not None:
+                return
         fresh = await sandbox.exec(_FRESH, cwd="/", timeout=120)
         if fresh.exit_code != 0:
             raise SandboxError(f"could not make /tests and {REWARD_DIR}: {fresh.output[-500:]}")
@@ -319,6 +359,63 @@ async def _verify(
         return
     if run.reward is not None:
         run.common["score_source"] = f"{REWARD_DIR}/{run.why}"
+
+
+async def _record_base(sandbox: AsyncSandbox) -> _Base:
+    """Before any of the agent's files: what the environment imports (`site_check`'s probe, cached per image), a
+    base commit where the work tree is no repository (so what goes back has a base to go back to), the listing
+    that `changes` compares with afterwards."""
+    key = (sandbox.provider_name, sandbox.spec.image or "", sandbox.workdir)
+    if key not in _ENVIRONMENTS:
+        probe = await sandbox.exec(site_check.probe_command(sandbox.workdir), timeout=300)
+        _ENVIRONMENTS[key] = site_check.BaseEnvironment.parse(probe.output, "")
+    had_git = (await sandbox.exec("test -e .git", timeout=60)).exit_code == 0
+    git = had_git or (await sandbox.exec(_BASE_COMMIT, timeout=600)).exit_code == 0
+    try:
+        await changes.record(sandbox)
+        listed = True
+    except GradingError:  # neither GNU find nor python3: no Python test runner to steer either
+        listed = False
+    return _Base(_ENVIRONMENTS[key], listed, git, had_git)
+
+
+def _deliverable(path: str, workdir: str, tests_text: str) -> bool:
+    """Whether the task's tests name ``path``'s top entry (by its absolute path, or a file name with a dot as a
+    whole word): what the tests check for is what the task asks the agent to write (``/app/csv.py``,
+    ``/app/html/``), not a shadow of the module of that name."""
+    top = path.split("/", 1)[0]
+    absolute = f"{workdir.rstrip('/')}/{top}"
+    if re.search(rf"{re.escape(absolute)}(?![\w.-])", tests_text):
+        return True
+    return "." in top and re.search(rf"(?<![\w.-]){re.escape(top)}(?![\w.-])", tests_text) is not None
+
+
+async def _return_to_base(sandbox: AsyncSandbox, base: _Base, run: _Run, tests_text: str) -> None:
+    """What the patch and artifacts changed that steers a Python test run goes back to base (`protect`'s rules:
+    pytest's configuration, ``conftest.py``, bytecode, packaging metadata, a new top-level module shadowing an
+    installed or standard one), as the safe harness does; the work tree's test files stay (the task's tests live
+    in ``/tests``). A change in ``.git``, or one with no base to go back to (no git in the image), is tampering.
+    Then a repository we made goes."""
+    if base.listed:
+        changed = await changes.changed_since_record(sandbox)
+        machinery = sorted(p for p in changed if p == ".git" or p.startswith(".git/"))
+        if machinery:
+            run.tampered = f"the agent's files changed the work tree's git directory ({', '.join(machinery[:5])})"
+            return
+        texts = await changes.config_texts(sandbox, changed)  # with no git, no base text: any pytest section is new
+        found = restore_set(changed, (), texts.__getitem__, shadowed=base.env.names, own=base.env.own, test_code=False)
+        found = {path: why for path, why in found.items() if not _deliverable(path, sandbox.workdir, tests_text)}
+        stuck = sorted(path for path in found if changed[path] != "added" and not base.git)
+        if stuck:
+            run.tampered = f"the patch changed {stuck[0]} ({found[stuck[0]]}), which has no base to go back to here"
+            return
+        if found:
+            run.common.update(restored_test_files=sorted(found), restore_reasons=found)
+            result = await sandbox.exec(restore_script(sorted(found)), timeout=300)
+            if result.exit_code != 0:
+                raise SandboxError(f"could not return files to base: {result.output[-500:]}")
+    if not base.had_git:  # the work tree had no .git: ours goes, as the verifier never saw one
+        await sandbox.exec("rm -rf .git", timeout=60)
 
 
 async def _run_test_sh(sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], script: bytes) -> Any:

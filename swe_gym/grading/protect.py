@@ -90,11 +90,14 @@ def restore_reason(
     task_tests: set[str],
     shadowed: Collection[str] = (),
     own: Collection[str] = (),
+    test_code: bool = True,
 ) -> str | None:
     """Why ``path`` (changed by the patch) goes back to base, or None; sectioned configs are decided later.
 
     ``shadowed``: top-level names importable in the base environment; ``own``: normalised names of the
-    project's own distributions, whose metadata the grader's reinstall may rewrite.
+    project's own distributions, whose metadata the grader's reinstall may rewrite. ``test_code``: test files by
+    their place or name go back too (off where the task's tests live apart, and the work tree's may be the
+    agent's to write: a Harbor task's).
     """
     name = path.rsplit("/", 1)[-1]
     parts = path.split("/")
@@ -108,7 +111,7 @@ def restore_reason(
         return "bytecode (it can shadow its source)"
     if any(part.endswith((".dist-info", ".egg-info")) for part in parts) and not (own and _owned(parts, own)):
         return "packaging metadata (it can register plugins and entry points, and shadow installed distributions)"
-    if is_test_path(path):
+    if test_code and is_test_path(path):
         return "test code"
     hit = sorted(_module_names(path) & (_SHADOWED | set(shadowed))) if added else []
     if hit:
@@ -134,6 +137,7 @@ def restore_set(
     *,
     shadowed: Collection[str] = (),
     own: Collection[str] = (),
+    test_code: bool = True,
 ) -> dict[str, str]:
     """{path: reason} of the files in ``changed`` ({path: "added"|"modified"|"deleted"}) that go back to base.
 
@@ -143,7 +147,9 @@ def restore_set(
     tests = set(task_tests)
     found: dict[str, str] = {}
     for path, kind in sorted(changed.items()):
-        reason = restore_reason(path, added=kind == "added", task_tests=tests, shadowed=shadowed, own=own)
+        reason = restore_reason(
+            path, added=kind == "added", task_tests=tests, shadowed=shadowed, own=own, test_code=test_code
+        )
         if reason is None and path.rsplit("/", 1)[-1] in SECTIONED and read_both is not None:
             name = path.rsplit("/", 1)[-1]
             base, patched = read_both(path)

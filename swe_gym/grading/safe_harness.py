@@ -41,8 +41,8 @@ from swe_gym.grading.eval_run import (
 )
 from swe_gym.grading.eval_script import TEST_PATCH_FAILED, build_eval_script, restore_script
 from swe_gym.grading.parsers import TestStatus
-from swe_gym.grading.patch import GIT_ENV, SCRATCH, apply_patch, patch_paths
-from swe_gym.grading.protect import SECTIONED, restore_set, task_test_files
+from swe_gym.grading.patch import SCRATCH, apply_patch, patch_paths
+from swe_gym.grading.protect import restore_set, task_test_files
 from swe_gym.grading.report import GradeReport, classify
 from swe_gym.grading.twin_pass import TwinSources, read_twin_sources
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
@@ -87,30 +87,6 @@ async def _base_environment(
     return _ENVIRONMENTS[key]
 
 
-_CONFIG_BYTES = 1 << 20
-
-
-async def _config_texts(sandbox: AsyncSandbox, changed: dict[str, str]) -> dict[str, tuple[str | None, str | None]]:
-    """(base, patched) text of each changed tox.ini / setup.cfg / pyproject.toml; a patched one that is not a
-    regular file of a sane size (a directory, a link, a device) reads as unreadable, so it differs and goes back."""
-    texts: dict[str, tuple[str | None, str | None]] = {}
-    for path, kind in changed.items():
-        if path.rsplit("/", 1)[-1] not in SECTIONED:
-            continue
-        quoted = shlex.quote(path)
-        base = await sandbox.exec(f"{GIT_ENV} git show HEAD:./{quoted}", timeout=60)
-        patched: str | None = None
-        if kind != "deleted":
-            read = await sandbox.exec(
-                f"if [ -f {quoted} ] && [ ! -L {quoted} ]; then head -c {_CONFIG_BYTES + 1} {quoted}; else exit 3; fi",
-                timeout=60,
-            )
-            ok = read.exit_code == 0 and len(read.output) <= _CONFIG_BYTES
-            patched = read.output if ok else "\0unreadable"
-        texts[path] = (base.output if base.exit_code == 0 else None, patched)
-    return texts
-
-
 async def _restore(
     sandbox: AsyncSandbox, task: SWETask, patch: str, run: EvalRun, env: site_check.BaseEnvironment
 ) -> None:
@@ -122,7 +98,7 @@ async def _restore(
     if machinery:
         run.tampered = f"the patch changed the repository's git directory ({', '.join(machinery[:5])})"
         return
-    texts = await _config_texts(sandbox, changed)
+    texts = await changes.config_texts(sandbox, changed)
     tests = task_test_files(patch_paths(task.test_patch), [*task.fail_to_pass, *task.pass_to_pass])
     found = restore_set(changed, tests, texts.__getitem__, shadowed=env.names, own=env.own)
     run.restored.update(found)

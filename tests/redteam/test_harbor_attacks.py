@@ -64,6 +64,13 @@ ATTACKS = {
     # A FIFO where the reward goes, drained by a daemon so test.sh's write does not block: reading it would hang
     # the verifier's runner; it is no regular file, so it holds no reward (and the daemon is an orphan).
     "a FIFO at the reward path": [planted(FIFO)],
+    # `python3 -m pytest` puts the work tree first on sys.path: a package named pytest, or a module named like one
+    # the runner imports at start-up (the standard library's `re`), would be imported instead and exit 0. Such new
+    # top-level modules go back to base (gone) before test.sh runs, as the safe harness's rules say.
+    "a pytest package in the work tree": [
+        "mkdir -p pytest && touch pytest/__init__.py && echo 'raise SystemExit(0)' > pytest/__main__.py"
+    ],
+    "a standard-library module in the work tree": ["echo 'raise SystemExit(0)' > re.py"],
     # The work tree is the only way in: the apply refuses paths outside it.
     "a patch that reaches /tests": ["ln -s /tests tests_link && mkdir -p ../tests && echo x > ../tests/test.sh"],
 }
@@ -128,3 +135,35 @@ def test_a_second_reward_file_can_only_lower_the_reward(tmp_path: Path) -> None:
         made.close()
     assert terminated and reward == 0.0 and not info["resolved"] and not info["masked"], info["report"]
     assert info["report"]["score_source"].endswith("reward.txt"), info["report"]
+
+
+def harbor_env(task: Path) -> gym.Env[str, str]:
+    config, _ = provider_setup("docker")
+    return gym.make("swe_gym/SWE-v0", tasks=str(task), provider=config, prestart_grading=False)
+
+
+def test_a_shadowing_module_in_a_work_tree_without_git_goes_too() -> None:
+    """csv-report has no repository, and its test.sh writes the reward with ``python3 -c "import json ..."`` run in
+    the work tree: a ``json.py`` there would write the reward. It goes (the verifier's sandbox gets a base commit of
+    its own first, removed before test.sh runs)."""
+    fake = "def dump(obj, handle):\n    handle.write('{\"reward\": 1}')\n"
+    with harbor_env(FIXTURES / "csv-report") as made:
+        made.reset()
+        made.step(f"cat > json.py <<'SWE_GYM_EOF'\n{fake}SWE_GYM_EOF")
+        _, reward, _, _, info = made.step("submit")
+    assert reward == 0.0 and not info["masked"], info["report"]
+    assert "json.py" in info["report"]["restore_reasons"], info["report"]
+
+
+def test_a_module_the_tasks_tests_ask_for_is_not_taken_for_a_shadow(tmp_path: Path) -> None:
+    """A task whose tests run ``/app/csv.py`` asks for a file named like a standard module: the tests name it, so
+    it is the agent's deliverable and stays."""
+    task = shutil.copytree(FIXTURES / "csv-report", tmp_path / "csv-report")
+    (task / "tests" / "test.sh").write_text(
+        '#!/bin/bash\nif [ "$(python3 /app/csv.py)" = ok ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
+    )
+    with harbor_env(task) as made:
+        made.reset()
+        made.step("echo 'print(\"ok\")' > csv.py")
+        _, reward, _, _, info = made.step("submit")
+    assert reward == 1.0 and not info["report"]["restore_reasons"], info["report"]
