@@ -55,11 +55,17 @@ def read_rows(source: str | Path, *, split: str = "test") -> list[Row]:
         if path.suffix == ".parquet":
             return _read_parquet(path)
         return _read_json(path)
+    if isinstance(source, str) and "@" in source and not source.endswith(FILE_SUFFIXES):
+        raise TaskError(
+            f"{source!r} reads as a Harbor dataset name (name@version), which only Harbor's online registry "
+            f"resolves: download it with the harbor CLI (`harbor datasets download {source} -o DIR`) and pass DIR"
+        )
     if isinstance(source, str) and is_hub_name(source):
         return read_hub(source, split=split)
     raise TaskError(
         f"task file {path} does not exist (a task source is 'bundled', a .json/.jsonl/.parquet file, "
-        "a datasets folder, or a Hugging Face dataset name such as princeton-nlp/SWE-bench_Verified)"
+        "a datasets folder, a Harbor task directory or a folder of them, or a Hugging Face dataset name such as "
+        "princeton-nlp/SWE-bench_Verified)"
     )
 
 

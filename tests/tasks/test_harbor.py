@@ -83,6 +83,12 @@ def test_malformed_tasks_are_clear_errors(tmp_path: Path, change: Any, message: 
         harbor.to_task(task)
 
 
+def test_a_harbor_dataset_by_name_says_how_to_get_it() -> None:
+    """Only Harbor's online registry maps a dataset name to its tasks; the error says how to download it."""
+    with pytest.raises(TaskError, match=r"harbor datasets download terminal-bench@2\.0 -o DIR"):
+        load_tasks("terminal-bench@2.0")
+
+
 def test_reward_files_read_as_harbor_reads_them(tmp_path: Path) -> None:
     assert parse_reward("reward.txt", b"1\n") == 1.0 and parse_reward("reward.txt", b" 0.25 ") == 0.25
     assert parse_reward("reward.json", b'{"reward": 0.5, "style": 1}') == 0.5
