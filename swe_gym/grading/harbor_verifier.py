@@ -325,8 +325,8 @@ async def _verify(
             raise SandboxError(f"could not make /tests and {REWARD_DIR}: {fresh.output[-500:]}")
         await sandbox.upload_tar(archive, "/tests")
         await sandbox.exec("chmod +x /tests/test.sh", cwd="/", timeout=60)
-    except SandboxError as exc:
-        if patch.strip():  # after the patch's files are in, a failure here may be theirs (a dead sandbox)
+    except (SandboxError, GradingError) as exc:  # GradingError: the work tree could not be listed afterwards
+        if patch.strip() or artifacts:  # after the agent's files are in, a failure may be theirs (a dead sandbox)
             run.why = f"the verifier's files could not be put in: {exc}"
         else:
             run.masked = f"the verifier's files could not be put in: {exc}"
