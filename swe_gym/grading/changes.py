@@ -84,6 +84,12 @@ async def changed_since_record(sandbox: AsyncSandbox) -> dict[str, str]:
     return changed
 
 
+def in_git_dir(changed: dict[str, str]) -> list[str]:
+    """The changed paths inside ``.git``, sorted: a patch (or the agent's files) reached the repository's own
+    machinery, which is tampering wherever it is found."""
+    return sorted(path for path in changed if path == ".git" or path.startswith(".git/"))
+
+
 _CONFIG_BYTES = 1 << 20
 
 

@@ -144,20 +144,16 @@ def keep_artifacts(data: bytes, paths: list[str]) -> bytes:
     return out.getvalue() if count else b""
 
 
-def _tests_text(tests: Path) -> str:
+def verifier_text(tests: Path) -> str:
     """Every file of the task's ``tests/``, as one text (to find the paths they name)."""
     files = sorted(p for p in tests.rglob("*") if p.is_file() and not p.is_symlink())
     return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in files)
 
 
-def reward_names(tests: Path) -> tuple[str, ...]:
-    """The reward files the task's tests name (both when none names either: a helper of its own writes one)."""
-    named = set()
-    for path in tests.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            text = path.read_bytes()
-            named.update(name for name in REWARD_FILES if name.encode() in text)
-    return tuple(name for name in REWARD_FILES if name in named) or REWARD_FILES
+def reward_names(text: str) -> tuple[str, ...]:
+    """The reward files the task's tests (their `verifier_text`) name; both when none names either (a helper of its
+    own writes one)."""
+    return tuple(name for name in REWARD_FILES if name in text) or REWARD_FILES
 
 
 def parse_reward(name: str, data: bytes) -> float:
@@ -290,9 +286,9 @@ async def _verify(
     tests = Path(meta["tests_dir"])
     try:
         archive = await offload(_tests_archive, tests)
-        names = await offload(reward_names, tests)
+        text = await offload(verifier_text, tests)
+        names = reward_names(text)
         expected = await offload(tests_digests, tests)
-        tests_text = await offload(_tests_text, tests)
         script = (tests / "test.sh").read_bytes()
     except OSError as exc:
         run.masked = f"the task's tests/ could not be read: {exc}"
@@ -317,7 +313,7 @@ async def _verify(
         if artifacts:
             await sandbox.upload_tar(artifacts, "/")
         if base is not None:
-            await _return_to_base(sandbox, base, run, tests_text)
+            await _return_to_base(sandbox, base, run, text)
             if run.tampered is not None:
                 return
         fresh = await sandbox.exec(_FRESH, cwd="/", timeout=120)
@@ -379,18 +375,18 @@ async def _record_base(sandbox: AsyncSandbox) -> _Base:
     return _Base(_ENVIRONMENTS[key], listed, git, had_git)
 
 
-def _deliverable(path: str, workdir: str, tests_text: str) -> bool:
+def _deliverable(path: str, workdir: str, named: str) -> bool:
     """Whether the task's tests name ``path``'s top entry (by its absolute path, or a file name with a dot as a
     whole word): what the tests check for is what the task asks the agent to write (``/app/csv.py``,
     ``/app/html/``), not a shadow of the module of that name."""
     top = path.split("/", 1)[0]
     absolute = f"{workdir.rstrip('/')}/{top}"
-    if re.search(rf"{re.escape(absolute)}(?![\w.-])", tests_text):
+    if re.search(rf"{re.escape(absolute)}(?![\w.-])", named):
         return True
-    return "." in top and re.search(rf"(?<![\w.-]){re.escape(top)}(?![\w.-])", tests_text) is not None
+    return "." in top and re.search(rf"(?<![\w.-]){re.escape(top)}(?![\w.-])", named) is not None
 
 
-async def _return_to_base(sandbox: AsyncSandbox, base: _Base, run: _Run, tests_text: str) -> None:
+async def _return_to_base(sandbox: AsyncSandbox, base: _Base, run: _Run, named: str) -> None:
     """What the patch and artifacts changed that steers a Python test run goes back to base (`protect`'s rules:
     pytest's configuration, ``conftest.py``, bytecode, packaging metadata, a new top-level module shadowing an
     installed or standard one), as the safe harness does; the work tree's test files stay (the task's tests live
@@ -398,13 +394,13 @@ async def _return_to_base(sandbox: AsyncSandbox, base: _Base, run: _Run, tests_t
     Then a repository we made goes."""
     if base.listed:
         changed = await changes.changed_since_record(sandbox)
-        machinery = sorted(p for p in changed if p == ".git" or p.startswith(".git/"))
+        machinery = changes.in_git_dir(changed)
         if machinery:
             run.tampered = f"the agent's files changed the work tree's git directory ({', '.join(machinery[:5])})"
             return
         texts = await changes.config_texts(sandbox, changed)  # with no git, no base text: any pytest section is new
         found = restore_set(changed, (), texts.__getitem__, shadowed=base.env.names, own=base.env.own, test_code=False)
-        found = {path: why for path, why in found.items() if not _deliverable(path, sandbox.workdir, tests_text)}
+        found = {path: why for path, why in found.items() if not _deliverable(path, sandbox.workdir, named)}
         stuck = sorted(path for path in found if changed[path] != "added" and not base.git)
         if stuck:
             run.tampered = f"the patch changed {stuck[0]} ({found[stuck[0]]}), which has no base to go back to here"

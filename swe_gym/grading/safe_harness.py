@@ -94,7 +94,7 @@ async def _restore(
     changed = await changes.changed_since_record(sandbox)
     if not run.changed:
         run.changed = changed
-    machinery = sorted(p for p in changed if p == ".git" or p.startswith(".git/"))
+    machinery = changes.in_git_dir(changed)
     if machinery:
         run.tampered = f"the patch changed the repository's git directory ({', '.join(machinery[:5])})"
         return

@@ -17,7 +17,7 @@ import gymnasium as gym
 import pytest
 
 from swe_gym.errors import TaskError
-from swe_gym.grading.harbor_verifier import keep_artifacts, parse_reward, reward_names
+from swe_gym.grading.harbor_verifier import keep_artifacts, parse_reward, reward_names, verifier_text
 from swe_gym.policies.oracle import OraclePolicy
 from swe_gym.tasks import harbor, load_tasks
 from tests.conftest import provider_setup, require_docker
@@ -96,10 +96,10 @@ def test_reward_files_read_as_harbor_reads_them(tmp_path: Path) -> None:
     for name, data in [("reward.txt", b""), ("reward.txt", b"nan"), ("reward.json", b"true"), ("reward.json", b"{}")]:
         with pytest.raises(ValueError):
             parse_reward(name, data)
-    assert reward_names(FIXTURES / "slugfix" / "tests") == ("reward.txt",)
-    assert reward_names(FIXTURES / "csv-report" / "tests") == ("reward.json",)
+    assert reward_names(verifier_text(FIXTURES / "slugfix" / "tests")) == ("reward.txt",)
+    assert reward_names(verifier_text(FIXTURES / "csv-report" / "tests")) == ("reward.json",)
     (tmp_path / "test.sh").write_text("rewardkit /tests\n")  # a helper writes it: either kind is read
-    assert reward_names(tmp_path) == ("reward.json", "reward.txt")
+    assert reward_names(verifier_text(tmp_path)) == ("reward.json", "reward.txt")
 
 
 def episode(env: gym.Env[str, str], task_id: str, actions: list[str]) -> tuple[float, dict[str, Any], list[str]]:
