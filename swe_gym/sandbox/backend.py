@@ -104,6 +104,8 @@ class RunnerSandbox(ABC):
         self._closed = False
         self._known_dead = False
         self._busy = asyncio.Lock()  # held by each call, and by `quiet` while a fork copies the file system
+        #: Whether anything but a ping ran (a warm pool's sandbox that never did holds its image's files as started).
+        self.used = False
 
     @property
     def network_isolated(self) -> bool:
@@ -144,6 +146,7 @@ class RunnerSandbox(ABC):
         if self._closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         assert self._channel is not None, "provider forgot to attach the runner channel"
+        self.used = self.used or header["op"] != "ping"
         try:
             async with self._busy:
                 reply = await self._channel.call(header, payload, timeout=timeout)

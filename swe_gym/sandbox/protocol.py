@@ -162,6 +162,10 @@ class ImageCommitter(Protocol):
     into it. It carries the library's labels plus ``labels``, so the provider's ``cleanup`` can remove it.
     """
 
+    #: Whether an image is worth making for any preparation (a repository upload, a setup script), not only for
+    #: a slow one such as scrubbing git history: true where committing costs about what a reset's upload does.
+    prepares_every_task: bool
+
     async def image_info(self, image: str) -> ImageInfo | None:
         """``image`` as this provider would start it, or None when it does not have it."""
         ...

@@ -115,12 +115,26 @@ async def _prepare(sandbox: AsyncSandbox, task: SWETask, history: str | None, *,
         await _run_setup(sandbox, task, history, "scrubbing git history")
 
 
-def _prepared_tag(task: SWETask, source_id: str, history: str) -> str:
-    recipe = [source_id, task.base_commit, task.workdir, task.setup_script, task.hidden_paths, history]
+def _worth_preparing(task: SWETask, history: str | None, provider: object) -> bool:
+    """Whether the agent's sandboxes of ``task`` should start from a prepared image: always where there is history
+    to scrub; also for any other preparation (the repository's upload, the setup script, hiding tests) where the
+    provider's images cost less than that (`ImageCommitter.prepares_every_task`: local's, a copy of a few files)."""
+    if not isinstance(provider, ImageCommitter):
+        return False
+    if history is not None:
+        return True
+    return provider.prepares_every_task and bool(task.repo_source or task.setup_script or task.hidden_paths)
+
+
+def _prepared_tag(task: SWETask, source_id: str, history: str | None) -> str:
+    repository = repo_archive(task)[1] if task.repo_source is not None else None
+    recipe = [source_id, task.base_commit, repository, task.workdir, task.setup_script, task.hidden_paths, history]
     return f"{PREPARED_REPOSITORY}:{hashlib.sha256(repr(recipe).encode()).hexdigest()[:32]}"
 
 
-async def _prepared_image(provider: ImageCommitter, spec: SandboxSpec, task: SWETask, history: str) -> tuple[str, str]:
+async def _prepared_image(
+    provider: ImageCommitter, spec: SandboxSpec, task: SWETask, history: str | None
+) -> tuple[str, str]:
     """(source image id, prepared image tag) for the task; empty when the source image is not there."""
     source = await provider.image_info(spec.image or "")
     return (source.id, _prepared_tag(task, source.id, history)) if source is not None else ("", "")
@@ -144,9 +158,11 @@ async def _start(spec: SandboxSpec, provider: ProviderLike, pool: SandboxPool | 
 
 
 async def _from_prepared(
-    task: SWETask, spec: SandboxSpec, provider: ImageCommitter, pool: SandboxPool | None, history: str
+    task: SWETask, spec: SandboxSpec, provider: ImageCommitter, pool: SandboxPool | None, history: str | None
 ) -> AsyncSandbox | None:
     """The agent's sandbox from the prepared image, built first if need be (None: the source image is absent)."""
+    from swe_gym.grading.patch import snapshot  # (swe_gym.grading needs this module first)
+
     source_id, tag = await _prepared_image(provider, spec, task, history)
     if not tag:
         return None  # e.g. an image still to be pulled: the plain path pulls it
@@ -156,6 +172,7 @@ async def _from_prepared(
                 sandbox = await _start(spec, provider, pool)
                 try:
                     await _prepare(sandbox, task, history, agent=True)
+                    await snapshot(sandbox)  # its private repository then is in the image: resets rewrite it
                     await provider.commit(sandbox.backend, tag, {PREPARED_FROM: source_id, "task_id": task.instance_id})
                 except BaseException:
                     await sandbox.close()
@@ -176,8 +193,9 @@ async def agent_spec(
     spec = task_spec(task, base)
     history = _history_script(task, scrub_history)
     resolved = get_provider(provider)
-    if history is None or not isinstance(resolved, ImageCommitter):
+    if not _worth_preparing(task, history, resolved):
         return spec
+    assert isinstance(resolved, ImageCommitter)
     source_id, tag = await _prepared_image(resolved, spec, task, history)
     return spec.model_copy(update={"image": tag}) if tag and await _built(resolved, tag, source_id) else spec
 
@@ -199,12 +217,15 @@ async def provision(
     from the base (a task that hides ``"all"`` its history is first squashed to one commit). That costs
     about a second on a big repository, so a provider that can commit images (`ImageCommitter`, e.g.
     docker) does it once per image and task: the result is saved as a prepared image, labelled ours,
-    that later resets start from directly (the setup script's effects on files included).
+    that later resets start from directly (the setup script's effects on files included). Local prepares
+    every task so (its images are saved homes): the upload goes too, and forks into the warm pool copy only
+    what the episode changed.
     """
     spec = task_spec(task, base)
     history = _history_script(task, scrub_history) if agent else None
     resolved = get_provider(provider)
-    if history is not None and isinstance(resolved, ImageCommitter):
+    if agent and _worth_preparing(task, history, resolved):
+        assert isinstance(resolved, ImageCommitter)
         prepared = await _from_prepared(task, spec, resolved, pool, history)
         if prepared is not None:
             return prepared

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox import AsyncSandbox, SandboxSpec, current_run_id
 from swe_gym.sandbox import delta as delta_module
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.pool import SandboxPool
@@ -128,6 +128,76 @@ def test_a_short_pool_forks_the_rest_anew_and_a_big_change_forks_anew(
         finally:
             await asyncio.gather(*(box.close() for box in [*(forks or []), *([source] if source else [])]))
             await pool.close()
+
+    run_sync(scenario())
+    assert not any(leftover_sandboxes().values())
+
+
+#: A listing of everything under the workdir, /tmp and $HOME: type, mode, size, mtime, link target, content hash.
+TREE = (
+    "for d in . /tmp ~; do (cd $d && find . -printf '%y %m %s %T@ %l %p\\n' | sort "
+    "&& find . -type f -exec md5sum {} + | sort -k2); done"
+)
+#: Changes against a saved home: in place with an old mtime (the ctime catches it), deletions, a directory moved
+#: (its children keep their ctime, their paths are new), another put where one was, a link replaced by a file.
+SAVED_CHANGES = (
+    "printf 'ALPHA\\n' > pkg/a.py && touch -d @1000000000 pkg/a.py && rm pkg/sub/b.txt && mv other moved "
+    "&& mkdir other && echo fresh > other/new && rm link && echo notalink > link && chmod 600 moved/c.txt "
+    "&& echo tmp2 >> /tmp/t && echo home > ~/h"
+)
+
+
+def test_local_forks_from_a_saved_home_rewrite_only_what_changed() -> None:
+    """A local image (`LocalProvider.commit`: a saved home): its pool's sandboxes start from copies, a fork from the
+    pool gets exactly the source's tree (every entry, byte and time) with only its changes written, forks stay
+    isolated, and cleanup removes the saved home with the run."""
+    config, _ = provider_setup("local")
+
+    async def scenario() -> None:
+        pool = SandboxPool(config, size=2)
+        provider = pool.provider
+        maker = await AsyncSandbox.create(SandboxSpec(), provider)
+        source = None
+        forks: list[AsyncSandbox] = []
+        image = f"swe-gym-test-saved:{current_run_id()}"
+        try:
+            made = "mkdir -p pkg/sub other && echo alpha > pkg/a.py && echo bravo > pkg/sub/b.txt "
+            made += "&& echo charlie > other/c.txt && ln -s pkg/a.py link && echo t > /tmp/t"
+            assert (await maker.exec(made)).ok
+            await provider.commit(maker.backend, image, {"purpose": "test"})
+            info = await provider.image_info(image)
+            assert info is not None and info.labels["swe_gym.purpose"] == "test"
+            spec = SandboxSpec(image=image)
+            pool.prefetch([spec])
+            await pool.wait_ready()
+            source = await pool.take(spec)
+            assert (await source.exec("cat pkg/a.py other/c.txt /tmp/t")).output.split() == ["alpha", "charlie", "t"]
+            assert (await source.exec(SAVED_CHANGES)).ok
+            await asyncio.sleep(0.5)
+            await pool.wait_ready()
+            forks = await pool.fork(source, 2)
+            assert pool.stats.forked == 2  # both rewritten in the pool's sandboxes, none forked anew
+            expected = (await source.exec(TREE)).output
+            assert "moved/c.txt" in expected and "ALPHA" not in expected
+            for fork in forks:
+                assert (await fork.exec(TREE)).output == expected
+            for name, box in (("one", forks[0]), ("two", forks[1]), ("source", source)):
+                await box.exec(f"echo {name} > pkg/a.py; rm -rf other; echo {name} > /tmp/t")
+            for name, box in (("one", forks[0]), ("two", forks[1]), ("source", source)):
+                assert (await box.exec("cat pkg/a.py /tmp/t; ls")).output.split() == [
+                    name, name, "link", "moved", "pkg",
+                ]  # fmt: skip
+            await asyncio.sleep(0.5)
+            await pool.wait_ready()
+            fork_of_fork = await pool.fork(forks[0], 1)  # a fork is of the image too: forked the same way
+            forks += fork_of_fork
+            assert pool.stats.forked == 3
+            assert (await fork_of_fork[0].exec(TREE)).output == (await forks[0].exec(TREE)).output
+        finally:
+            await asyncio.gather(*(box.close() for box in [maker, *forks, *([source] if source else [])]))
+            await pool.close()
+        removed = await provider.cleanup(run_id=current_run_id(), labels={"purpose": "test"})
+        assert removed and await provider.image_info(image) is None
 
     run_sync(scenario())
     assert not any(leftover_sandboxes().values())

@@ -221,6 +221,9 @@ def _remove_fork_images(api: Any, image_id: str) -> None:
 class DockerProvider:
     """Containers on a Docker engine; see the module docstring."""
 
+    #: A commit costs more than uploading a small repository; prepared images are for scrubbed histories.
+    prepares_every_task = False
+
     name = "docker"
 
     def __init__(self, **options: Any) -> None:

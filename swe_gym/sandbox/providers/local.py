@@ -22,30 +22,49 @@ also ``$HOME`` under bwrap: ``pip install --user`` lands there) and ``state``
 (``$HOME`` without bwrap). That is everything its commands can write, so a fork
 copies those three (`LocalProvider.fork`, reflinked where the file system can)
 and starts a new runner on the copy.
+
+A sandbox can be saved as an image (`LocalProvider.commit`: those three copied
+under ``<root>/.images``), which is how a task's repository, setup and scrubbed
+history are prepared once, not per reset (`swe_gym.tasks.provision`). A sandbox
+started from one records what the copy was (`home_delta.HomeBase`), so a fork
+into the warm pool's sandboxes of the same image (`LocalProvider.fork_into`)
+rewrites only the paths the episode changed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import os
 import shutil
 import subprocess
 import sys
+import uuid
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_gym.errors import CheckpointNotSupportedError, ConfigError, ForkNotSupportedError, ProviderUnavailableError
+from swe_gym.errors import (
+    CheckpointNotSupportedError,
+    ConfigError,
+    ForkNotSupportedError,
+    ProviderUnavailableError,
+    SandboxError,
+)
 from swe_gym.sandbox import checkpoints
+from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
 from swe_gym.sandbox.checkpoints import SandboxCheckpoint
+from swe_gym.sandbox.loop import offload
 from swe_gym.sandbox.protocol import SandboxBackend
+from swe_gym.sandbox.providers import home_delta
 from swe_gym.sandbox.providers.cgroups import Cgroup
-from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, new_home, remove_home
-from swe_gym.sandbox.spec import SandboxSpec
+from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, copy_tree, new_home, remove_home
+from swe_gym.sandbox.spec import ImageInfo, SandboxSpec
 from swe_gym.settings import settings
 
 log = logging.getLogger(__name__)
@@ -53,6 +72,9 @@ log = logging.getLogger(__name__)
 GROUP_PREFIX = "sbx-"
 #: The directories of a sandbox's home that its commands can write (see the module docstring).
 WRITABLE = ("work", "tmp", "state")
+#: Where saved homes (`LocalProvider.commit`) live under the root, and the image every other sandbox starts from.
+IMAGE_DIR = ".images"
+EMPTY_HOME = "local:empty-home"
 
 #: Top-level host entries every command needs (those that exist; merged-/usr symlinks stay symlinks).
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -181,6 +203,8 @@ def _bwrap_argv(spec: SandboxSpec, work: Path, root: Path, tmp: Path | None = No
 class LocalSandbox(ProcessSandbox):
     provider_name = "local"
     isolated = False
+    #: What its home was copied from, for a sandbox started from a saved home (see `home_delta`).
+    base: home_delta.HomeBase | None = None
 
     @property
     def runner_protected(self) -> bool:  # type: ignore[override]
@@ -198,6 +222,8 @@ class LocalProvider(HomeProvider):
 
     name = "local"
     group_prefix = GROUP_PREFIX
+    #: A saved home costs a copy of the repository once, and saves its upload in every reset.
+    prepares_every_task = True
 
     def __init__(self, **options: object) -> None:
         self.config = LocalProviderConfig(**options)
@@ -220,11 +246,99 @@ class LocalProvider(HomeProvider):
         isolated = self.isolated
         if not isolated:
             warn_unisolated()
+        saved = self._saved(spec.image) if spec.image else None  # any other image name: an empty home
         sandbox_id, home = new_home(self.config.root, spec)
-        for name in WRITABLE:
-            (home / name).mkdir()
-        (home / "tmp").chmod(0o1777)
-        return await self._launch(sandbox_id, home, spec, isolated)
+        base = None
+        if saved is not None:
+            try:
+                await copy_tree([saved / name for name in WRITABLE], home)
+                base = await offload(home_delta.prime, home, spec.image or "", WRITABLE)
+            except BaseException:
+                remove_home(home, None)
+                raise
+        else:
+            for name in WRITABLE:
+                (home / name).mkdir()
+            (home / "tmp").chmod(0o1777)
+        sandbox = await self._launch(sandbox_id, home, spec, isolated)
+        sandbox.base = base
+        return sandbox
+
+    # -- images (ImageCommitter): a saved copy of a home's writable directories under <root>/.images -----------
+
+    @property
+    def _images(self) -> Path:
+        return self.config.root / IMAGE_DIR
+
+    def _saved(self, image: str) -> Path | None:
+        """The directory holding the saved home ``image``, if there is one."""
+        directory = self._images / hashlib.sha256(image.encode()).hexdigest()[:32]
+        return directory if (directory / "meta.json").is_file() else None
+
+    async def image_info(self, image: str) -> ImageInfo | None:
+        """A saved home (`commit`); for no image (``""``), the empty home every other sandbox starts in."""
+        if not image or image == EMPTY_HOME:
+            return ImageInfo(id=EMPTY_HOME)
+        saved = self._saved(image)
+        if saved is None:
+            return None
+        meta = json.loads((saved / "meta.json").read_text())
+        return ImageInfo(id=f"local:{meta['id']}", labels=meta.get("labels", {}))
+
+    async def commit(self, sandbox: SandboxBackend, image: str, labels: dict[str, str]) -> ImageInfo:
+        """Save ``sandbox``'s workspace, ``/tmp`` and home as ``image``, which later sandboxes start from (a copy
+        each). The sandbox itself is from then on one of the image's: its forks rewrite only what it changes."""
+        if not isinstance(sandbox, LocalSandbox):
+            raise SandboxError(f"the local provider cannot commit a {sandbox.provider_name} sandbox")
+        name = hashlib.sha256(image.encode()).hexdigest()[:32]
+        staging = self._images / f".{name}.{uuid.uuid4().hex[:8]}"
+        staging.mkdir(parents=True)
+        meta = {"id": uuid.uuid4().hex[:16], "image": image, "labels": lbl.image_labels(labels)}
+        try:
+            async with sandbox.still():
+                await asyncio.gather(*(copy_tree([sandbox.home / n], staging) for n in WRITABLE))
+                (staging / "meta.json").write_text(json.dumps(meta))
+                await offload(self._publish, staging, self._images / name)
+                sandbox.base = await offload(home_delta.prime, sandbox.home, image, WRITABLE)
+        except BaseException:
+            await offload(remove_home, staging, None)
+            raise
+        return ImageInfo(id=f"local:{meta['id']}", labels=meta["labels"])
+
+    async def cleanup(
+        self,
+        *,
+        run_id: str | None = None,
+        older_than_s: float | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> list[str]:
+        """The homes, checkpoints and saved homes (images) the filter selects; sandboxes started from a saved home
+        do not need it (each holds a copy)."""
+        removed = await super().cleanup(run_id=run_id, older_than_s=older_than_s, labels=labels)
+        return removed + await offload(self._cleanup_images, run_id, older_than_s, labels)
+
+    def _cleanup_images(
+        self, run_id: str | None, older_than_s: float | None, labels: dict[str, str] | None
+    ) -> list[str]:
+        removed = []
+        for directory in sorted(self._images.iterdir()) if self._images.is_dir() else []:
+            try:
+                meta = json.loads((directory / "meta.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if lbl.matches(meta.get("labels", {}), run_id=run_id, older_than_s=older_than_s, extra=labels):
+                remove_home(directory, None)
+                removed.append(f"local:{meta.get('id')}")
+        return removed
+
+    @staticmethod
+    def _publish(staging: Path, directory: Path) -> None:
+        """Put ``staging`` at ``directory`` in one rename, replacing (then removing) an older save."""
+        old = directory.with_name(f".{directory.name}.old.{uuid.uuid4().hex[:8]}")
+        if directory.exists():
+            directory.rename(old)
+        staging.rename(directory)
+        remove_home(old, None)
 
     async def fork(self, sandbox: SandboxBackend, spec: SandboxSpec) -> LocalSandbox:
         """A new sandbox on a copy of ``sandbox``'s workspace, ``/tmp`` and home (see the module docstring)."""
@@ -253,14 +367,38 @@ class LocalProvider(HomeProvider):
         return launch.result()
 
     async def fork_into(self, sandbox: SandboxBackend, targets: list[SandboxBackend]) -> bool:
-        """Copy ``sandbox``'s workspace, ``/tmp`` and home into each started sandbox of ``targets`` (their runners
-        see them at once: the directories are bound, not overlaid); False for a target isolated otherwise."""
+        """Make each started sandbox of ``targets`` hold ``sandbox``'s workspace, ``/tmp`` and home (their runners
+        see them at once: the directories are bound, not overlaid). Targets of the source's saved home get only the
+        paths either side changed (`home_delta`); empty ones a whole copy. False where neither works: a target
+        isolated otherwise, of another image, or a change only a whole copy can carry into a target that holds
+        files already."""
         if not isinstance(sandbox, LocalSandbox):
             return False
-        homes = [target.home for target in targets if isinstance(target, LocalSandbox)]
-        if len(homes) != len(targets) or any(t.isolated != sandbox.isolated for t in targets):  # type: ignore[attr-defined]
+        boxes = [target for target in targets if isinstance(target, LocalSandbox)]
+        if len(boxes) != len(targets) or any(box.isolated != sandbox.isolated for box in boxes):
             return False
-        await sandbox.copy_out([([sandbox.home / name for name in WRITABLE], home) for home in homes])
+        base = sandbox.base
+        if base is not None and all(box.base is not None and box.base.image == base.image for box in boxes):
+            async with sandbox.still():
+                return await offload(self._sync, sandbox, boxes)
+        if any(box.base is not None for box in boxes):
+            return False
+        await sandbox.copy_out([([sandbox.home / name for name in WRITABLE], box.home) for box in boxes])
+        return True
+
+    @staticmethod
+    def _sync(source: LocalSandbox, targets: list[LocalSandbox]) -> bool:
+        """`fork_into` for targets of the source's image: the union of what each side changed, rewritten."""
+        # A target that ran nothing holds its image's files as they were copied: only the source is looked at.
+        looked = [source, *(box for box in targets if box.used)]
+        found = [home_delta.changes(box.home, box.base) for box in looked if box.base is not None]
+        if any(change is None for change in found):
+            return False
+        paths = frozenset().union(*(change.paths for change in found if change is not None))
+        try:
+            home_delta.sync(source.home, [box.home for box in targets], paths)
+        except OSError as exc:
+            raise SandboxError(f"copying the changes of sandbox {source.id} into a fork failed: {exc}") from exc
         return True
 
     async def _launch(self, sandbox_id: str, home: Path, spec: SandboxSpec, isolated: bool) -> LocalSandbox:

@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,33 +102,38 @@ class ProcessSandbox(RunnerSandbox):
         assert self._proc.stdout is not None and self._proc.stdin is not None
         self.attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe, self._exited))
 
-    async def copy_out(self, copies: Sequence[tuple[Sequence[Path], Path]], *, into: bool = False) -> None:
-        """For a fork: copy each group of directories (of this sandbox's home) into its target directory.
-
-        Each (sources, target) puts ``target / source.name`` for each source (a missing one: empty; an existing
-        one is copied into); with ``into``, each group is one source whose contents go into the existing
-        ``target``. The groups are copied concurrently. Done
-        between two commands (`quiet`) and with every process of the sandbox frozen where its cgroup has a
-        freezer, so a daemon it left running cannot tear the copy.
-        """
+    @contextlib.asynccontextmanager
+    async def still(self) -> AsyncIterator[None]:
+        """Between two commands (`quiet`) and with every process of the sandbox frozen where its cgroup has a
+        freezer, so a daemon it left running cannot tear what the block reads of its files."""
         async with self.quiet():
             cgroup = self._cgroup
             frozen = cgroup is not None and await offload(cgroup.freeze)
             try:
-                if into:
-                    await asyncio.gather(
-                        *(copy_tree([source], target, into=True) for (source,), target in copies if source.is_dir())
-                    )
-                for sources, target in [] if into else copies:
-                    target.mkdir(parents=True, exist_ok=True)
-                    for missing in [source for source in sources if not source.is_dir()]:
-                        (target / missing.name).mkdir(exist_ok=True)
-                groups = [] if into else copies
-                await asyncio.gather(*(copy_tree([s for s in group if s.is_dir()], target) for group, target in groups))
+                yield
             finally:
                 if frozen:
                     assert cgroup is not None
                     cgroup.thaw()  # inline: a cancelled fork must not leave the source frozen
+
+    async def copy_out(self, copies: Sequence[tuple[Sequence[Path], Path]], *, into: bool = False) -> None:
+        """For a fork: copy each group of directories (of this sandbox's home) into its target directory, `still`.
+
+        Each (sources, target) puts ``target / source.name`` for each source (a missing one: empty; an existing
+        one is copied into); with ``into``, each group is one source whose contents go into the existing
+        ``target``. The groups are copied concurrently.
+        """
+        async with self.still():
+            if into:
+                await asyncio.gather(
+                    *(copy_tree([source], target, into=True) for (source,), target in copies if source.is_dir())
+                )
+                return
+            for sources, target in copies:
+                target.mkdir(parents=True, exist_ok=True)
+                for missing in [source for source in sources if not source.is_dir()]:
+                    (target / missing.name).mkdir(exist_ok=True)
+            await asyncio.gather(*(copy_tree([s for s in group if s.is_dir()], target) for group, target in copies))
 
     def _exited(self) -> bool:
         """The runner process is gone or a zombie, asked of the kernel without reaping it (asyncio reaps it later):
