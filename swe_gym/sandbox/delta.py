@@ -64,10 +64,13 @@ def _unchanged(lowers: list[str], arcname: str, path: str, info: os.stat_result)
     return False
 
 
-def read_delta(upper: str, lowers: list[str] | None = None, limit: int | None = None) -> Delta | None:
+def read_delta(
+    upper: str, lowers: list[str] | None = None, limit: int | None = None, skip: tuple[str, ...] = ()
+) -> Delta | None:
     """The layer at ``upper`` (an overlay upper directory) over ``lowers`` (its lower directories, topmost first),
     or None where it cannot be replayed (see above) or holds more than ``limit`` bytes of file content (default
-    `MAX_DELTA_BYTES`) or `MAX_DELTA_ENTRIES` entries.
+    `MAX_DELTA_BYTES`) or `MAX_DELTA_ENTRIES` entries. ``skip``: top-level names left out (a mount point the
+    engine makes in every container).
 
     Paths are relative to the root of the file system the layer belongs to. Read it while nothing writes there.
     """
@@ -80,6 +83,9 @@ def read_delta(upper: str, lowers: list[str] | None = None, limit: int | None = 
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for directory, dirs, files in os.walk(upper):
             relative = os.path.relpath(directory, upper)
+            if relative == ".":
+                dirs[:] = [name for name in dirs if name not in skip]
+                files = [name for name in files if name not in skip]
             if any(_xattr(directory, name) is not None for name in _UNREPLAYABLE):
                 return None
             if relative != "." and any(_xattr(directory, name) == b"y" for name in _OPAQUE):

@@ -35,6 +35,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -1042,11 +1043,21 @@ def _safe_handle(req, payload, reaper, wake_fd, host=None):
         return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}, b""
 
 
-def serve(ttl):
-    """The long-lived mode: the key, then frames on stdin/stdout until EOF, ``exit`` or the TTL."""
+def _connected(path):
+    """The descriptor of a stream connected to the host's listening socket at ``path`` (``--connect``): a local
+    engine's channel that skips the engine's own stream copying. Not inherited by commands (close-on-exec)."""
+    channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    channel.connect(path)
+    return channel.detach()
+
+
+def serve(ttl, connect=None):
+    """The long-lived mode: the key, then frames on stdin/stdout (or the socket at ``connect``) until EOF, ``exit``
+    or the TTL."""
     expires = None if ttl is None else time.time() + ttl
     reaper, wake_r = _prepare()
-    io_ = FrameIO(0, 1)
+    fd = _connected(connect) if connect else None
+    io_ = FrameIO(0, 1) if fd is None else FrameIO(fd, fd)
     try:
         if not io_.handshake(deadline=expires):
             return 0
@@ -1209,7 +1220,7 @@ def main(argv):
         return serve_one(data)
     if "--serve-fifo" in flags:
         return serve_fifo(flags["--serve-fifo"], _read_key_file(flags["--key-file"]))
-    return serve(float(flags["--ttl"]) if "--ttl" in flags else None)
+    return serve(float(flags["--ttl"]) if "--ttl" in flags else None, flags.get("--connect"))
 
 
 if __name__ == "__main__":

@@ -146,3 +146,63 @@ def test_fork_by_commit_labels_its_images_and_removes_them(docker_client) -> Non
         removed = run_sync(get_provider("docker").cleanup(labels={"forked_from": source.aio.id}))
         assert orphan.aio.id in removed and fork_images() == []
         orphan.close()
+
+
+#: Run in the container: whether anything can still connect to the host's channel socket, and the sockets a
+#: command holds (none of the runner's).
+CHANNEL_PROBE = (
+    "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX)\n"
+    "try:\n    s.connect('/.swe_gym_channel/s'); print('connected')\n"
+    "except OSError as exc:\n    print('refused', type(exc).__name__)\"; "
+    "ls -l /proc/$$/fd | grep -c socket: || true"
+)
+
+
+def test_a_local_engine_channel_is_a_socket_nothing_else_can_reach(docker_client) -> None:
+    """On a local engine the runner's frames go over a Unix socket of this host (`direct_channel`), not through
+    the daemon: once the runner connected, the socket and its host directory are gone (no process in the
+    container can connect again), commands hold none of the runner's descriptors, and the engine logs nothing."""
+    from swe_gym.sandbox.providers import direct_channel
+
+    box = make_sandbox("docker")
+    try:
+        backend = box.aio.backend
+        assert backend._direct_writer is not None
+        assert not (direct_channel.ROOT.is_dir() and any(direct_channel.ROOT.iterdir()))
+        out = box.exec(CHANNEL_PROBE).output.split()
+        assert out[:1] == ["refused"] and out[-1] == "0", out
+        assert docker_client.api.inspect_container(backend.container_id)["HostConfig"]["LogConfig"]["Type"] == "none"
+        assert box.exec("echo ok").output == "ok\n"
+    finally:
+        box.close()
+
+
+def test_a_runner_that_cannot_reach_the_socket_falls_back_to_attach(
+    docker_client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path
+) -> None:
+    """An engine that does not share this host's files (simulated: the container gets an empty directory where
+    the socket should be): the runner exits, the provider says so once, and the sandbox starts on attach."""
+    from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+    from swe_gym.sandbox.providers import direct_channel
+    from swe_gym.sandbox.providers.docker import DockerProvider
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setattr(
+        direct_channel.DirectChannel, "bind", property(lambda self: {str(empty): {"bind": direct_channel.MOUNT}})
+    )
+    provider = DockerProvider()
+
+    async def scenario() -> None:
+        box = await AsyncSandbox.create(SandboxSpec(image=TEST_IMAGE), provider)
+        try:
+            assert box.backend._direct_writer is None and (await box.exec("echo ok")).output == "ok\n"
+        finally:
+            await box.close()
+        again = await AsyncSandbox.create(SandboxSpec(image=TEST_IMAGE), provider)  # attach from now on
+        await again.close()
+
+    with caplog.at_level("WARNING"):
+        run_sync(scenario())
+    assert sum("could not connect to this host's socket" in r.getMessage() for r in caplog.records) == 1
+    assert not any(direct_channel.ROOT.iterdir())

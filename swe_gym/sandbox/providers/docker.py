@@ -43,7 +43,7 @@ from swe_gym.errors import (
 from swe_gym.progress import Progress
 from swe_gym.sandbox import checkpoints
 from swe_gym.sandbox import labels as lbl
-from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
+from swe_gym.sandbox.backend import READY_TIMEOUT_S, RUNNER_BOOTSTRAP, RUNNER_ENV, RunnerSandbox, runner_source
 from swe_gym.sandbox.channel import RunnerChannel
 from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.create import FORKED_FROM
@@ -52,7 +52,9 @@ from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.images import split_tag as _split_tag
 from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.protocol import SandboxBackend
+from swe_gym.sandbox.providers import direct_channel
 from swe_gym.sandbox.providers.cgroups import Cgroup
+from swe_gym.sandbox.providers.direct_channel import MOUNT, DirectChannel, DirectChannelRefusedError
 from swe_gym.sandbox.providers.process import copy_tree
 from swe_gym.sandbox.spec import ImageInfo, SandboxSpec
 from swe_gym.settings import settings
@@ -66,6 +68,8 @@ except ImportError as exc:  # pragma: no cover - docker is a core dependency
 log = logging.getLogger(__name__)
 
 _STDOUT = 1
+#: docker-py's base URL for an engine on a Unix socket: one on this host, sharing its files.
+LOCAL_ENGINE = "http+docker://localhost"
 #: Images a fork commits (``fork="commit"``) are tagged ``swe-gym-fork:<random>``.
 FORK_REPOSITORY = "swe-gym-fork"
 #: Checkpoints (`DockerProvider.checkpoint`) are images tagged ``swe-gym-checkpoint:<checkpoint id>``.
@@ -85,6 +89,11 @@ class DockerProviderConfig(BaseModel):
         description="pull an image the engine lacks (progress is logged), or fail with ImageNotFoundError",
     )
     max_concurrent_creates: int = Field(default=8, ge=1, description="the daemon fails under many parallel starts")
+    channel: Literal["auto", "attach"] = Field(
+        default="auto",
+        description="how the host reaches each container's runner: 'auto' a Unix socket bind-mounted from this "
+        "host on a local engine (skipping the daemon's stream copying), else the attach stream; 'attach' always",
+    )
     fork: Literal["auto", "copy", "commit"] = Field(
         default="auto",
         description="how a fork copies the writable layer: 'copy' its overlay2 upper directory (a local engine "
@@ -146,10 +155,12 @@ class DockerSandbox(RunnerSandbox):
     provider_name = "docker"
     runner_protected = True  # the container's PID 1
 
-    def __init__(self, container_id: str, spec: SandboxSpec, api: Any) -> None:
+    def __init__(self, container_id: str, spec: SandboxSpec, api: Any, direct: DirectChannel | None = None) -> None:
         super().__init__(container_id[:12], spec, spec.workdir)
         self.container_id = container_id
         self._api = api
+        self._direct = direct
+        self._direct_writer: asyncio.StreamWriter | None = None
         self._protocol: _AttachProtocol | None = None
         self._keepalive: Any = None
         self.fork_image: str | None = None  # the image a fork committed for this container, removed with it
@@ -174,7 +185,8 @@ class DockerSandbox(RunnerSandbox):
         reader = asyncio.StreamReader(limit=1 << 20)
         loop = asyncio.get_running_loop()
         _, self._protocol = await loop.create_connection(lambda: _AttachProtocol(reader), sock=raw.dup())
-        self.attach(RunnerChannel(reader, self._protocol, self._describe))
+        if self._direct is None:
+            self.attach(RunnerChannel(reader, self._protocol, self._describe))
         try:
             await asyncio.to_thread(api.start, self.container_id)
         except docker.errors.APIError as exc:
@@ -182,8 +194,30 @@ class DockerSandbox(RunnerSandbox):
                 f"container for image {self.spec.image!r} failed to start its runner ({exc.explanation or exc}); "
                 "the image needs python3 on PATH"
             ) from exc
+        if self._direct is not None:
+            await self._connect_direct(reader)
+
+    async def _connect_direct(self, attached: asyncio.StreamReader) -> None:
+        """The runner's connection to our socket as the channel (see `direct_channel`)."""
+        assert self._direct is not None
+        exited = asyncio.ensure_future(attached.read())  # the runner writes nothing there: EOF is its end
+        try:
+            connection = await self._direct.accept(exited, READY_TIMEOUT_S)
+        finally:
+            exited.cancel()
+        if connection is None:
+            raise DirectChannelRefusedError(
+                f"the runner of container {self.id} could not connect to this host's socket (an engine that does not "
+                f"share this host's files?); {self._describe()}"
+            )
+        reader, self._direct_writer = await asyncio.open_connection(sock=connection, limit=1 << 20)
+        self.attach(RunnerChannel(reader, self._direct_writer, self._describe))
 
     async def _terminate(self) -> None:
+        if self._direct_writer is not None:
+            self._direct_writer.close()
+        if self._direct is not None:
+            self._direct.close()
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
         if self._keepalive is not None:
@@ -230,6 +264,7 @@ class DockerProvider:
         self.config = DockerProviderConfig(**options)
         self.rewriter = ImageRewriter.for_provider(self.config.image_rewrite)
         self._api: Any = None
+        self._direct_refused = False  # a runner could not reach our socket: attach from then on
         self.max_concurrent_creates = self.config.max_concurrent_creates
 
     @property
@@ -248,11 +283,13 @@ class DockerProvider:
             self._api = client.api
         return self._api
 
-    def _create_container(self, spec: SandboxSpec, image: str) -> str:
+    def _create_container(self, spec: SandboxSpec, image: str, direct: DirectChannel | None = None) -> str:
         api = self.api
         res = spec.resources
         host_config = api.create_host_config(
             auto_remove=True,
+            binds=direct.bind if direct is not None else None,
+            log_config=docker.types.LogConfig(type="none"),  # every frame would be written to disk again
             network_mode="bridge" if spec.network else "none",
             mem_limit=f"{res.memory_mb}m" if res.memory_mb else None,
             memswap_limit=f"{res.memory_mb}m" if res.memory_mb else None,
@@ -262,7 +299,8 @@ class DockerProvider:
         )
         config = api.create_container_config(
             image,
-            command=[self.config.python, "-c", RUNNER_BOOTSTRAP, "--ttl", str(spec.ttl_s)],
+            command=[self.config.python, "-c", RUNNER_BOOTSTRAP, "--ttl", str(spec.ttl_s)]
+            + (["--connect", f"{MOUNT}/s"] if direct is not None else []),
             stdin_open=True,
             tty=False,
             working_dir=spec.workdir,
@@ -316,11 +354,47 @@ class DockerProvider:
             )
         image = self.rewriter.rewrite(spec.image)
         try:
-            container_id = await guarded(asyncio.to_thread(self._create_container, spec, image), self._remove_quietly)
-            sandbox = DockerSandbox(container_id, spec.model_copy(update={"image": image}), self.api)
-            await sandbox.boot(sandbox._connect())
+            return await self._started(spec, image, spec.model_copy(update={"image": image}))
         except (docker.errors.APIError, requests.RequestException) as exc:
             raise SandboxError(f"docker could not start a container from {image!r}: {exc}") from exc
+
+    @property
+    def _direct_channel(self) -> bool:
+        """Whether containers get a `DirectChannel`: a local engine (which shares our files), unless refused."""
+        return self.config.channel == "auto" and not self._direct_refused and self.api.base_url == LOCAL_ENGINE
+
+    async def _container(self, spec: SandboxSpec, image: str, sandbox_spec: SandboxSpec | None = None) -> DockerSandbox:
+        """A created, not yet started container of ``image`` for ``spec``, as the sandbox (``sandbox_spec``) it
+        becomes once booted (`_boot`)."""
+        direct = await offload(DirectChannel.open) if self._direct_channel else None
+        try:
+            created = asyncio.to_thread(self._create_container, spec, image, direct)
+            container_id = await guarded(created, self._remove_quietly)
+        except BaseException:
+            if direct is not None:
+                direct.close()
+            raise
+        return DockerSandbox(container_id, sandbox_spec or spec, self.api, direct)
+
+    async def _boot(self, sandbox: DockerSandbox) -> None:
+        """Start ``sandbox``'s container and reach its runner (closed if that fails). A runner that could not
+        connect to our socket turns the direct channel off for this provider, said once."""
+        try:
+            await sandbox.boot(sandbox._connect())
+        except DirectChannelRefusedError as exc:
+            if not self._direct_refused:
+                log.warning("docker: %s; using the attach stream from now on", exc)
+            self._direct_refused = True
+            raise
+
+    async def _started(self, spec: SandboxSpec, image: str, sandbox_spec: SandboxSpec | None = None) -> DockerSandbox:
+        """`_container` then `_boot`; where the direct channel was refused, once more on attach."""
+        sandbox = await self._container(spec, image, sandbox_spec)
+        try:
+            await self._boot(sandbox)
+        except DirectChannelRefusedError:
+            sandbox = await self._container(spec, image, sandbox_spec)
+            await self._boot(sandbox)
         return sandbox
 
     async def image_info(self, image: str) -> ImageInfo | None:
@@ -393,7 +467,7 @@ class DockerProvider:
             return False
         try:
             async with sandbox.quiet(), self._paused(sandbox):
-                delta = await asyncio.to_thread(read_delta, upper, sandbox.lower_dirs)
+                delta = await asyncio.to_thread(read_delta, upper, sandbox.lower_dirs, None, (MOUNT.lstrip("/"),))
         except (docker.errors.APIError, requests.RequestException, OSError) as exc:
             raise SandboxError(f"docker could not read the layer of container {sandbox.id} for a fork: {exc}") from exc
         if delta is None:
@@ -428,7 +502,7 @@ class DockerProvider:
 
     def _upper_dir(self, sandbox: DockerSandbox) -> str | None:
         """The container's overlay2 upper directory, where this process can copy it (a local engine)."""
-        if self.api.base_url != "http+docker://localhost":  # docker-py's name for a unix socket: this host
+        if self.api.base_url != LOCAL_ENGINE:
             return None
         if sandbox.upper_dir is None:
             container = self.api.inspect_container(sandbox.container_id)
@@ -443,16 +517,15 @@ class DockerProvider:
 
     async def _fork_by_copy(self, sandbox: DockerSandbox, spec: SandboxSpec, upper: str) -> DockerSandbox:
         image = sandbox.spec.image or ""
-        container_id = await guarded(asyncio.to_thread(self._create_container, spec, image), self._remove_quietly)
+        fork = await self._container(spec, image)
         try:
-            data = (await asyncio.to_thread(self.api.inspect_container, container_id))["GraphDriver"]["Data"]
+            data = (await asyncio.to_thread(self.api.inspect_container, fork.container_id))["GraphDriver"]["Data"]
             async with sandbox.quiet(), self._paused(sandbox):
                 await copy_tree([upper], data["UpperDir"], into=True)
         except BaseException:
-            await self._remove_quietly(container_id)
+            await fork.close()
             raise
-        fork = DockerSandbox(container_id, spec, self.api)
-        await fork.boot(fork._connect())
+        await self._boot(fork)
         return fork
 
     async def _fork_by_commit(self, sandbox: DockerSandbox, spec: SandboxSpec) -> DockerSandbox:
@@ -466,14 +539,12 @@ class DockerProvider:
             image = await guarded(work, remove_image)
         fork_spec = spec.model_copy(update={"image": tag})
         try:
-            created = asyncio.to_thread(self._create_container, fork_spec, tag)
-            container_id = await guarded(created, self._remove_quietly)
+            fork = await self._container(fork_spec, tag)
         except BaseException:
             await remove_image(image)
             raise
-        fork = DockerSandbox(container_id, fork_spec, self.api)
         fork.fork_image = image.id
-        await fork.boot(fork._connect())  # a failed boot closes it, which removes the image too
+        await self._boot(fork)  # a failed boot closes it, which removes the image too
         return fork
 
     async def _remove_quietly(self, container_id: str) -> None:
@@ -490,6 +561,7 @@ class DockerProvider:
         return await asyncio.to_thread(self._cleanup, run_id, older_than_s, labels)
 
     def _cleanup(self, run_id: str | None, older_than_s: float | None, labels: dict[str, str] | None) -> list[str]:
+        direct_channel.sweep()
         removed = []
         for info in self.api.containers(all=True, filters={"label": f"{lbl.MANAGED}=true"}):
             if not lbl.matches(info.get("Labels") or {}, run_id=run_id, older_than_s=older_than_s, extra=labels):
@@ -556,9 +628,7 @@ class DockerProvider:
             raise checkpoints.gone(checkpoint, f"image {tag}")
         restored = spec.model_copy(update={"image": tag})
         try:
-            container_id = await guarded(asyncio.to_thread(self._create_container, restored, tag), self._remove_quietly)
-            sandbox = DockerSandbox(container_id, restored, self.api)
-            await sandbox.boot(sandbox._connect())
+            sandbox = await self._started(restored, tag)
         except (docker.errors.APIError, requests.RequestException) as exc:
             raise SandboxError(f"docker could not start a container from checkpoint {tag}: {exc}") from exc
         return sandbox
