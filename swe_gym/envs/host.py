@@ -47,6 +47,7 @@ from swe_gym.sandbox.checkpoints import DEFAULT_TTL_S
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import background_loop, in_loop_thread, offload, run_sync, to_the_end
 from swe_gym.sandbox.pool import SandboxPool, spec_key
+from swe_gym.sandbox.protocol import ImageAdopter
 from swe_gym.tasks import SWETask, agent_spec, load_tasks, repo_archive
 from swe_gym.tasks.loader import TaskSource
 
@@ -371,12 +372,16 @@ class EpisodeHost:
         settings = self.settings
         if settings.pool is None:
             return
-        # Prepared images are other images: the pool holds what the tasks' resets will start from.
+        # Prepared images are other images: the pool holds what the tasks' resets will start from. Where a
+        # sandbox of no image can become any (local: an image is a saved home copied in), one spec serves all.
+        adopter = settings.pool.provider if isinstance(settings.pool.provider, ImageAdopter) else None
         specs: dict[str, SandboxSpec] = {}
         for task in self.tasks:
             if len(specs) == settings.pool.max_specs:
                 break
             spec = await agent_spec(task, settings.spec, settings.provider, self.config.scrub_history)
+            if adopter is not None and spec.image and adopter.holds(spec.image):
+                spec = spec.model_copy(update={"image": None})
             specs.setdefault(spec_key(spec), spec)
         settings.pool.prefetch(specs.values())
         for task in self.tasks:

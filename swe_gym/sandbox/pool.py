@@ -22,7 +22,7 @@ from swe_gym.errors import SandboxError
 from swe_gym.sandbox.create import check_forkable, fork_spec
 from swe_gym.sandbox.facade import AsyncSandbox, ProviderLike
 from swe_gym.sandbox.loop import gather_made, to_the_end
-from swe_gym.sandbox.protocol import PoolForker
+from swe_gym.sandbox.protocol import ImageAdopter, PoolForker
 from swe_gym.sandbox.registry import get_provider
 from swe_gym.sandbox.spec import SandboxSpec, SandboxStatus
 
@@ -75,6 +75,14 @@ class SandboxPool:
         """A live sandbox for ``spec``: a ready one if there is one, else a new one."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
+        if self._adopts(spec) and spec_key(spec) not in self._ready:
+            # An image's own sandboxes are kept only once it is forked (`fork`); sandboxes of none serve it.
+            adopted = await self._adopted(spec, 1)
+            self.stats.hits += len(adopted)
+            if adopted:
+                return adopted[0]
+            self.stats.misses += 1
+            return await AsyncSandbox.create(spec, self.provider)
         key = self._register(spec)
         queue = self._ready[key]
         try:
@@ -85,6 +93,10 @@ class SandboxPool:
                     return box
                 self.stats.discarded += 1
                 await box.close()
+            adopted = await self._adopted(spec, 1)
+            self.stats.hits += len(adopted)
+            if adopted:
+                return adopted[0]
             self.stats.misses += 1
             return await AsyncSandbox.create(spec, self.provider)
         finally:
@@ -145,7 +157,29 @@ class SandboxPool:
         self.stats.discarded += len(dead)
         await asyncio.gather(*(box.close() for box in dead), return_exceptions=True)
         self._refill_later(key, REFILL_DELAY_S)
-        return [box for box in taken if box not in dead]
+        live = [box for box in taken if box not in dead]
+        return live + (await self._adopted(spec, n - len(live)) if len(live) < n else [])
+
+    def _adopts(self, spec: SandboxSpec) -> bool:
+        """Whether sandboxes of no image can become ``spec``'s (`ImageAdopter`) and the pool keeps such."""
+        provider, plain = self.provider, spec.model_copy(update={"image": None})
+        if not spec.image or not isinstance(provider, ImageAdopter) or spec_key(plain) not in self._ready:
+            return False
+        return provider.holds(spec.image)
+
+    async def _adopted(self, spec: SandboxSpec, n: int) -> list[AsyncSandbox]:
+        """Up to ``n`` ready sandboxes of no image made ``spec.image``'s (`ImageAdopter`: local's saved homes), so
+        sandboxes of one spec serve every image of a provider whose images are only files."""
+        provider = self.provider
+        if not self._adopts(spec) or self._closed:
+            return []
+        assert isinstance(provider, ImageAdopter) and spec.image
+        plain = spec.model_copy(update={"image": None})
+        boxes = await self._take_ready(plain, n)
+        adopted = await _held(boxes, asyncio.gather(*(provider.adopt(box.backend, spec.image) for box in boxes)))
+        kept = [box for box, ok in zip(boxes, adopted, strict=True) if ok]
+        await asyncio.gather(*(box.close() for box in boxes if box not in kept), return_exceptions=True)
+        return kept
 
     def prefetch(self, specs: Iterable[SandboxSpec]) -> None:
         """Start filling for the first ``max_specs`` distinct specs that are coming, in order."""

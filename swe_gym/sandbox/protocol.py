@@ -142,10 +142,27 @@ class PoolForker(Protocol):
 
 
 @runtime_checkable
+class ImageAdopter(Protocol):
+    """Optional provider capability: make a started sandbox of no image one of ``image`` (local: its saved home
+    copied in), as if it had been started from it.
+
+    Lets a warm pool keep sandboxes that serve every image (`SandboxPool.take`, `SandboxPool.fork`), where an
+    image is only files the provider can put in place. False, with the sandbox untouched, where it cannot (another
+    image already, commands run there, an image it does not have).
+    """
+
+    def holds(self, image: str) -> bool:
+        """Whether ``image`` is one `adopt` can put in place (cheap: no sandbox is touched)."""
+        ...
+
+    async def adopt(self, sandbox: SandboxBackend, image: str) -> bool: ...
+
+
+@runtime_checkable
 class ImageInspector(Protocol):
     """Optional provider capability: what the provider knows of an image (e.g. docker; `ImageCommitter` has it).
 
-    Providers without images of their own (``local``) do not have it; validation records no digest then.
+    Providers without images (opensandbox, apptainer) do not have it; validation records no digest then.
     """
 
     async def image_info(self, image: str) -> ImageInfo | None:

@@ -201,3 +201,44 @@ def test_local_forks_from_a_saved_home_rewrite_only_what_changed() -> None:
 
     run_sync(scenario())
     assert not any(leftover_sandboxes().values())
+
+
+def test_a_local_pool_of_no_image_serves_every_saved_home() -> None:
+    """Sandboxes of no image become a saved home's on take (`ImageAdopter`: its files copied in), so one pool
+    serves every prepared task; only forking an image makes the pool keep sandboxes of that image."""
+    config, _ = provider_setup("local")
+
+    async def scenario() -> None:
+        pool = SandboxPool(config, size=2)
+        provider = pool.provider
+        maker = await AsyncSandbox.create(SandboxSpec(), provider)
+        boxes: list[AsyncSandbox] = []
+        image = f"swe-gym-test-adopt:{current_run_id()}"
+        try:
+            assert (await maker.exec("mkdir pkg && echo base > pkg/f && echo t > /tmp/t")).ok
+            await provider.commit(maker.backend, image, {"purpose": "adopt-test"})
+            pool.prefetch([SandboxSpec()])
+            await pool.wait_ready()
+            spec = SandboxSpec(image=image)
+            box = await pool.take(spec)
+            boxes.append(box)
+            assert pool.stats.hits == 1 and pool.ready_count(spec) == 0 and box.spec.image == image
+            assert (await box.exec("cat pkg/f /tmp/t")).output.split() == ["base", "t"]
+            assert (await box.exec("echo mine > pkg/f")).ok
+            await pool.wait_ready()
+            boxes += await pool.fork(box, 1)  # adopted from the plain pool too; the image's own pool starts
+            assert pool.stats.forked == 1
+            await asyncio.sleep(0.5)
+            await pool.wait_ready()
+            assert pool.ready_count(spec) == 2
+            boxes += await pool.fork(box, 2)
+            assert pool.stats.forked == 3
+            for fork in boxes[1:]:
+                assert (await fork.exec("cat pkg/f /tmp/t")).output.split() == ["mine", "t"]
+        finally:
+            await asyncio.gather(*(b.close() for b in [maker, *boxes]))
+            await pool.close()
+            await provider.cleanup(run_id=current_run_id(), labels={"purpose": "adopt-test"})
+
+    run_sync(scenario())
+    assert not any(leftover_sandboxes().values())
