@@ -39,6 +39,7 @@ from swe_gym.sandbox.protocol import SandboxProvider
 from swe_gym.sandbox.spec import SandboxStatus
 from swe_gym.shown_text import to_bytes
 from swe_gym.tasks import SWETask, provision
+from swe_gym.tasks.provision import prepared_tree
 from swe_gym.tools import BASH, SUBMIT_TOOL, Editor, EditorError, EditorHistory, ToolCall, ToolCallError, as_tool_call
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ class Episode:
             agent=True,
             scrub_history=settings.options.scrub_history,
         )
-        self._base_tree = await snapshot(self.sandbox)
+        self._base_tree = await prepared_tree(self.sandbox, settings.provider) or await snapshot(self.sandbox)
         self._reset_s = time.perf_counter() - started
         self.deadline = None if self._limit_s is None else time.monotonic() + self._limit_s
         self._prestart_grader()

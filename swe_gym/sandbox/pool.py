@@ -118,21 +118,25 @@ class SandboxPool:
         ready: list[AsyncSandbox] = []
         if isinstance(provider, PoolForker) and _same(source.provider, provider) and not self._closed:
             await check_forkable(source.backend)
-            ready = await self._take_ready(source.spec, n)
+            ready = await self._take_ready(source.spec, n, checked=False)
         forks: list[AsyncSandbox] = []
         if ready:
+            # Whether each is still alive is asked while the copy goes in (a dead one is dropped after).
+            replay = provider.fork_into(source.backend, [box.backend for box in ready])
             try:
-                replayed = await _held(ready, provider.fork_into(source.backend, [box.backend for box in ready]))
+                replayed, alive = await _held(
+                    ready, asyncio.gather(replay, asyncio.gather(*(box.status() for box in ready)))
+                )
             except SandboxError as exc:
                 log.warning("a fork into the pool's sandboxes failed (%s); forking anew", exc)
-                replayed = False
+                replayed, alive = False, []
             if replayed:
-                for box in ready:
+                forks = [box for box, status in zip(ready, alive, strict=True) if status is RUNNING]
+                self.stats.discarded += len(ready) - len(forks)
+                for box in forks:
                     box.backend.spec = spec
                     box.backend.shell_live = source.backend.shell_live
-                forks = ready
-            else:
-                await asyncio.gather(*(box.close() for box in ready), return_exceptions=True)
+            await asyncio.gather(*(box.close() for box in ready if box not in forks), return_exceptions=True)
         try:
             rest = await source.forks(n - len(forks), labels=labels) if len(forks) < n else []
         except BaseException:
@@ -141,8 +145,9 @@ class SandboxPool:
         self.stats.forked += len(forks)
         return forks + rest
 
-    async def _take_ready(self, spec: SandboxSpec, n: int) -> list[AsyncSandbox]:
-        """Up to ``n`` ready, live sandboxes of ``spec`` (fewer, or none, if the pool has fewer); refill behind."""
+    async def _take_ready(self, spec: SandboxSpec, n: int, *, checked: bool = True) -> list[AsyncSandbox]:
+        """Up to ``n`` ready sandboxes of ``spec`` (fewer, or none, if the pool has fewer), each alive where
+        ``checked`` (else the caller asks); refill behind."""
         key = self._register(spec)
         queue, taken = self._ready[key], []
         while queue and len(taken) < n:
@@ -152,8 +157,8 @@ class SandboxPool:
             else:
                 self.stats.discarded += 1
                 await box.close()
-        alive = await _held(taken, asyncio.gather(*(box.status() for box in taken)))
-        dead = [box for box, status in zip(taken, alive, strict=True) if status is not RUNNING]
+        alive = await _held(taken, asyncio.gather(*(box.status() for box in taken))) if checked else []
+        dead = [box for box, status in zip(taken, alive, strict=True) if status is not RUNNING] if checked else []
         self.stats.discarded += len(dead)
         await asyncio.gather(*(box.close() for box in dead), return_exceptions=True)
         self._refill_later(key, REFILL_DELAY_S)

@@ -84,6 +84,8 @@ git branch -q -M "$branch"
 #: Prepared images are tagged ``swe-gym-prepared:<digest of source image id and recipe>``.
 PREPARED_REPOSITORY = "swe-gym-prepared"
 PREPARED_FROM = "swe_gym.prepared_from"
+#: A prepared image's label: the tree id of its work tree (`snapshot`), so a reset from it need not take one.
+BASE_TREE = "swe_gym.base_tree"
 #: Host lock files, so concurrent resets (threads or processes) build each prepared image once.
 LOCK_DIR = Path(tempfile.gettempdir()) / "swe_gym-prepared"
 
@@ -129,6 +131,7 @@ def _worth_preparing(task: SWETask, history: str | None, provider: object) -> bo
 def _prepared_tag(task: SWETask, source_id: str, history: str | None) -> str:
     repository = repo_archive(task)[1] if task.repo_source is not None else None
     recipe = [source_id, task.base_commit, repository, task.workdir, task.setup_script, task.hidden_paths, history]
+    recipe.append("snapshot in the image")  # images made before their base tree was labelled are not reused
     return f"{PREPARED_REPOSITORY}:{hashlib.sha256(repr(recipe).encode()).hexdigest()[:32]}"
 
 
@@ -172,14 +175,26 @@ async def _from_prepared(
                 sandbox = await _start(spec, provider, pool)
                 try:
                     await _prepare(sandbox, task, history, agent=True)
-                    await snapshot(sandbox)  # its private repository then is in the image: resets rewrite it
-                    await provider.commit(sandbox.backend, tag, {PREPARED_FROM: source_id, "task_id": task.instance_id})
+                    tree = await snapshot(sandbox)  # its objects and private repository go into the image too
+                    labels = {PREPARED_FROM: source_id, BASE_TREE: tree, "task_id": task.instance_id}
+                    await provider.commit(sandbox.backend, tag, labels)
                 except BaseException:
                     await sandbox.close()
                     raise
                 log.info("prepared %s for %s: its git history is scrubbed once, not per reset", tag, task.instance_id)
                 return sandbox  # already in the state every later sandbox of the image starts in
     return await _start(spec.model_copy(update={"image": tag}), provider, pool)
+
+
+async def prepared_tree(sandbox: AsyncSandbox, provider: ProviderLike) -> str | None:
+    """The base tree of the prepared image ``sandbox`` started from, where nothing has run in it since (a reset's
+    sandbox, fresh or from the pool): the tree `snapshot` would take, labelled on the image when it was made."""
+    resolved = get_provider(provider)
+    image = sandbox.spec.image
+    if not image or not image.startswith(f"{PREPARED_REPOSITORY}:") or not isinstance(resolved, ImageCommitter):
+        return None
+    info = await resolved.image_info(image)
+    return info.labels.get(BASE_TREE) if info is not None and PREPARED_FROM in info.labels else None
 
 
 async def agent_spec(

@@ -256,7 +256,7 @@ class DockerProvider:
     """Containers on a Docker engine; see the module docstring."""
 
     #: A commit costs more than uploading a small repository; prepared images are for scrubbed histories.
-    prepares_every_task = False
+    prepares_every_task = True
 
     name = "docker"
 

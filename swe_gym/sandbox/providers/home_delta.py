@@ -166,37 +166,49 @@ def _owner(path: str, info: os.stat_result, now: os.stat_result | None = None) -
             os.chown(path, info.st_uid, info.st_gid, follow_symlinks=False)
 
 
-def _write(source: _Source, relative: str, target: str, info: os.stat_result) -> bool:
-    """``target`` made the entry ``relative`` of ``source`` is (a directory: made, its contents aside); its mode and
-    times are set by `sync` once the children are in. Whether an entry was made (its parent's times move then). A
-    regular file of the target stays its inode where it can (new inodes are what costs most on a slow disk): left
-    as it is when its bytes are the source's (git freshening a pack, say), else rewritten in place."""
+#: Changed files up to this size are read from the source once for all targets.
+SMALL_FILE = 1 << 20
+
+
+def _write(
+    source: _Source, relative: str, target: str, info: os.stat_result, content: bytes | None
+) -> os.stat_result | None:
+    """``target`` made the entry ``relative`` of ``source`` is (a directory: made, its contents aside; ``content``:
+    a regular file's bytes, read once, or None to stream them); its mode and times are set by `sync` once the
+    children are in. Returns what was there and is kept (its metadata may still differ), None where an entry was
+    made (its parent's times move then). A regular file of the target stays its inode where it can (new inodes
+    are what costs most on a slow disk): left as it is when its bytes are the source's (git freshening a pack,
+    say), else rewritten in place."""
     mode = info.st_mode
     existing = None
     with contextlib.suppress(FileNotFoundError):
         existing = os.lstat(target)
-    directory, name = source.parent(relative)
     if stat.S_ISREG(mode) and existing is not None and stat.S_ISREG(existing.st_mode) and existing.st_nlink == 1:
-        reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
-        try:
-            writer = os.open(target, os.O_RDWR | os.O_NOFOLLOW)
+        if content is not None:
+            _rewrite_small(target, existing, content)
+        else:
+            directory, name = source.parent(relative)
+            reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
             try:
-                if existing.st_size != info.st_size or not _same_bytes(reader, writer):
-                    os.ftruncate(writer, 0)
-                    os.lseek(reader, 0, os.SEEK_SET)
-                    os.lseek(writer, 0, os.SEEK_SET)
-                    _copy_bytes(reader, writer)
+                writer = os.open(target, os.O_RDWR | os.O_NOFOLLOW)
+                try:
+                    if existing.st_size != info.st_size or not _same_bytes(reader, writer):
+                        os.ftruncate(writer, 0)
+                        os.lseek(reader, 0, os.SEEK_SET)
+                        os.lseek(writer, 0, os.SEEK_SET)
+                        _copy_bytes(reader, writer)
+                finally:
+                    os.close(writer)
             finally:
-                os.close(writer)
-        finally:
-            os.close(reader)
+                os.close(reader)
         _owner(target, info, existing)
-        return False
+        return existing
     if stat.S_ISDIR(mode) and existing is not None and stat.S_ISDIR(existing.st_mode):
         _owner(target, info, existing)
-        return False
+        return existing
     if existing is not None:
         _remove(target)
+    directory, name = source.parent(relative)
     if stat.S_ISDIR(mode):
         os.mkdir(target, 0o700)
     elif stat.S_ISLNK(mode):
@@ -204,17 +216,54 @@ def _write(source: _Source, relative: str, target: str, info: os.stat_result) ->
     elif stat.S_ISFIFO(mode):
         os.mkfifo(target, 0o600)
     else:
-        reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+        writer = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            writer = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            try:
-                _copy_bytes(reader, writer)
-            finally:
-                os.close(writer)
+            if content is not None:
+                _write_all(writer, content)
+            else:
+                reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+                try:
+                    _copy_bytes(reader, writer)
+                finally:
+                    os.close(reader)
         finally:
-            os.close(reader)
+            os.close(writer)
     _owner(target, info)
-    return True
+    return None
+
+
+def _rewrite_small(target: str, existing: os.stat_result, content: bytes) -> None:
+    """``target`` (a regular file) holding ``content``, in place; untouched where it does already."""
+    writer = os.open(target, os.O_RDWR | os.O_NOFOLLOW)
+    try:
+        if existing.st_size == len(content) and os.read(writer, len(content) + 1) == content:
+            return
+        os.ftruncate(writer, 0)
+        os.lseek(writer, 0, os.SEEK_SET)
+        _write_all(writer, content)
+    finally:
+        os.close(writer)
+
+
+def _write_all(writer: int, content: bytes) -> None:
+    view = memoryview(content)
+    while view:
+        view = view[os.write(writer, view) :]
+
+
+def _read_small(source: _Source, relative: str, info: os.stat_result) -> bytes | None:
+    """A small regular file's bytes (None: stream it per target instead)."""
+    if not stat.S_ISREG(info.st_mode) or info.st_size > SMALL_FILE:
+        return None
+    directory, name = source.parent(relative)
+    reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+    try:
+        chunks = []
+        while chunk := os.read(reader, SMALL_FILE + 1):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(reader)
 
 
 def _same_bytes(one: int, other: int) -> bool:
@@ -260,21 +309,23 @@ def sync(source: Path, targets: Sequence[Path], paths: frozenset[str]) -> None:
     reader = _Source(source)
     try:
         present = {relative: info for relative in order if (info := reader.lstat(relative)) is not None}
+        small = {relative: _read_small(reader, relative, info) for relative, info in present.items()}
         parents = {relative: reader.lstat(relative) for relative in {os.path.dirname(p) for p in order} - {""}}
         for target in map(str, targets):
             moved = set()  # directories an entry was made in or removed from: their times go back too
             for relative in reversed(order):  # deletions deepest first (a deleted parent takes its children)
                 if relative not in present and _below_dirs(target, relative) and _remove(f"{target}/{relative}"):
                     moved.add(os.path.dirname(relative))
-            for relative in order:
-                info = present.get(relative)
-                if info is not None and _write(reader, relative, os.path.join(target, relative), info):
+            kept: dict[str, os.stat_result | None] = {}
+            for relative, info in present.items():
+                kept[relative] = _write(reader, relative, os.path.join(target, relative), info, small[relative])
+                if kept[relative] is None:
                     moved.add(os.path.dirname(relative))
-            settle = {relative: present[relative] for relative in present}
+            settle = dict(present)
             settle.update((p, info) for p in moved - settle.keys() if (info := parents.get(p)) is not None)
             for relative in sorted(settle, key=lambda p: (-p.count("/"), p)):  # children first
-                info, path = settle[relative], os.path.join(target, relative)
-                if not stat.S_ISLNK(info.st_mode):
+                info, path, was = settle[relative], os.path.join(target, relative), kept.get(relative)
+                if not stat.S_ISLNK(info.st_mode) and (was is None or was.st_mode != info.st_mode):
                     os.chmod(path, stat.S_IMODE(info.st_mode))
                 os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
     finally:
