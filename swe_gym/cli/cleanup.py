@@ -1,4 +1,4 @@
-"""``swe-gym cleanup``: remove sandboxes this library left behind, images it prepared (docker), and checkpoints."""
+"""``swe-gym cleanup``: remove sandboxes this library left behind, images it prepared, and checkpoints."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ def add_parser(commands: Any) -> None:
     p = commands.add_parser(
         "cleanup",
         help="remove sandboxes swe_gym created, by run, by age, or all",
-        description="Remove sandboxes labelled as created by swe_gym, and on docker the prepared images (tasks' "
-        "images with their git history scrubbed) no container still uses. Say which: --run-id, --older-than, "
+        description="Remove sandboxes labelled as created by swe_gym, and the prepared images (tasks' images made "
+        "once with their repository, setup and scrubbed history: docker's no container still uses, local's saved "
+        "homes) of the selection. Say which: --run-id, --older-than, "
         "or --all (which also removes live sandboxes of other swe_gym processes). Checkpoints (durable episodes) "
         "go with their run (--run-id, --all); an age sweep (--older-than) takes only those past their TTL, and "
         "--expired removes expired checkpoints alone.",

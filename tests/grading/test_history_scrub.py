@@ -3,7 +3,7 @@
 Three images hold the same small repository at its base with the fix in its future: as loose objects,
 packed (one pack with a ``.keep``, a commit-graph, packed refs), and as a partial clone whose promisor
 packs hold the fix (which ``git gc`` would keep). On docker the scrub runs once per image and task and
-is saved as a prepared image; providers without that capability (apptainer, local, opensandbox) run it
+is saved as a prepared image; providers without that capability (apptainer, opensandbox) run it
 in every reset, which the wrapper below stands in for.
 """
 
@@ -145,7 +145,7 @@ def test_default_reset_leaves_no_object_beyond_the_base(images: tuple[CalcRepo, 
 
 
 class _DockerWithoutCommit:
-    """Test stand-in: docker without the `ImageCommitter` capability, as apptainer, local and opensandbox are."""
+    """Test stand-in: docker without the `ImageCommitter` capability, as apptainer and opensandbox are."""
 
     name = "docker"
 

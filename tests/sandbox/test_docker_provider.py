@@ -168,7 +168,8 @@ def test_a_local_engine_channel_is_a_socket_nothing_else_can_reach(docker_client
     try:
         backend = box.aio.backend
         assert backend._direct_writer is not None
-        assert not (direct_channel.ROOT.is_dir() and any(direct_channel.ROOT.iterdir()))
+        assert backend._direct is not None and not backend._direct.directory.exists()
+        assert direct_channel.ROOT in backend._direct.directory.parents
         out = box.exec(CHANNEL_PROBE).output.split()
         assert out[:1] == ["refused"] and out[-1] == "0", out
         assert docker_client.api.inspect_container(backend.container_id)["HostConfig"]["LogConfig"]["Type"] == "none"
@@ -191,6 +192,9 @@ def test_a_runner_that_cannot_reach_the_socket_falls_back_to_attach(
     monkeypatch.setattr(
         direct_channel.DirectChannel, "bind", property(lambda self: {str(empty): {"bind": direct_channel.MOUNT}})
     )
+    made: list[direct_channel.DirectChannel] = []
+    opened = direct_channel.DirectChannel.open
+    monkeypatch.setattr(direct_channel.DirectChannel, "open", staticmethod(lambda: made.append(opened()) or made[-1]))
     provider = DockerProvider()
 
     async def scenario() -> None:
@@ -205,4 +209,32 @@ def test_a_runner_that_cannot_reach_the_socket_falls_back_to_attach(
     with caplog.at_level("WARNING"):
         run_sync(scenario())
     assert sum("could not connect to this host's socket" in r.getMessage() for r in caplog.records) == 1
-    assert not any(direct_channel.ROOT.iterdir())
+    assert len(made) == 1 and not made[0].directory.exists()  # one refusal; its socket and directory gone
+
+
+def test_a_host_process_that_connects_first_is_turned_away(docker_client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process of this host connecting to the channel's socket before the runner (a local user racing
+    for it) is closed unheard: it gets no key, and the runner's own connection becomes the channel."""
+    import socket
+
+    from swe_gym.sandbox.providers import direct_channel
+
+    impostors: list[socket.socket] = []
+    opened = direct_channel.DirectChannel.open
+
+    def racing() -> direct_channel.DirectChannel:
+        channel = opened()
+        impostor = socket.socket(socket.AF_UNIX)
+        impostor.connect(str(channel.directory / "s"))  # queued before the container even starts
+        impostors.append(impostor)
+        return channel
+
+    monkeypatch.setattr(direct_channel.DirectChannel, "open", staticmethod(racing))
+    box = make_sandbox("docker")
+    try:
+        assert box.aio.backend._direct_writer is not None and box.exec("echo ok").output == "ok\n"
+        (impostor,) = impostors
+        impostor.settimeout(5)
+        assert impostor.recv(4096) == b""  # closed by the host, the key never sent
+    finally:
+        box.close()

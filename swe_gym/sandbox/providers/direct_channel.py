@@ -5,7 +5,8 @@ most of a step's transport. Instead the host listens on a socket in a directory 
 (`DirectChannel.open`), bind-mounted read-only into the container at `MOUNT`; the runner, started with
 ``--connect MOUNT/s``, connects once at start, before any command runs. The host accepts that one connection,
 then removes the socket and its directory (the container's view of it is detached with it), so nothing else in
-the sandbox can connect later. The frames are authenticated as on any channel; attach stays for the runner's
+the sandbox can connect later; a connection from any other process of this host (checked by the peer's pid) is
+turned away. The frames are authenticated as on any channel; attach stays for the runner's
 stderr and the container's life (``stdin_once``). A runner that cannot connect (an engine that does not share
 this host's files) exits at once, and `accept` says so: the provider then goes back to the attach stream.
 """
@@ -17,9 +18,11 @@ import contextlib
 import os
 import shutil
 import socket
+import struct
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from swe_gym.errors import SandboxError
@@ -64,19 +67,36 @@ class DirectChannel:
         """The host config ``binds`` entry."""
         return {str(self.directory): {"bind": MOUNT, "mode": "ro"}}
 
-    async def accept(self, exited: asyncio.Future[object], timeout: float) -> socket.socket | None:
-        """The runner's connection; None when the container's runner ended first (it could not connect)."""
+    async def accept(
+        self, runner_pid: Callable[[], Awaitable[int]], exited: asyncio.Future[object], timeout: float
+    ) -> socket.socket | None:
+        """The runner's connection; None when the container's runner ended first (it could not connect).
+
+        Only a connection from the runner's own process counts (its pid, asked of the kernel, is the one
+        ``runner_pid`` gives: the container's main process); any other process of this host that connects first
+        is turned away, so none can pose as the runner and learn the channel's key."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    connection = await self._next(exited)
+                    if connection is None:
+                        return None
+                    if _peer_pid(connection) == await runner_pid():
+                        return connection
+                    connection.close()
+        finally:
+            self.close()
+
+    async def _next(self, exited: asyncio.Future[object]) -> socket.socket | None:
         loop = asyncio.get_running_loop()
         accepting = asyncio.ensure_future(loop.sock_accept(self.listener))
         try:
-            async with asyncio.timeout(timeout):
-                await asyncio.wait({accepting, exited}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({accepting, exited}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not accepting.done():
                 accepting.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await accepting
-            self.close()
         if accepting.cancelled() or accepting.exception() is not None:
             return None
         connection, _ = accepting.result()
@@ -86,6 +106,12 @@ class DirectChannel:
         """No more connections: the socket and its directory go (idempotent)."""
         self.listener.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _peer_pid(connection: socket.socket) -> int:
+    """The pid (in our PID namespace) of the process at the other end of a Unix socket."""
+    pid, _uid, _gid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    return pid
 
 
 def sweep() -> None:

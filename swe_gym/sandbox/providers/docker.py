@@ -201,8 +201,13 @@ class DockerSandbox(RunnerSandbox):
         """The runner's connection to our socket as the channel (see `direct_channel`)."""
         assert self._direct is not None
         exited = asyncio.ensure_future(attached.read())  # the runner writes nothing there: EOF is its end
+
+        async def runner_pid() -> int:
+            state = (await asyncio.to_thread(self._api.inspect_container, self.container_id))["State"]
+            return int(state.get("Pid") or 0)
+
         try:
-            connection = await self._direct.accept(exited, READY_TIMEOUT_S)
+            connection = await self._direct.accept(runner_pid, exited, READY_TIMEOUT_S)
         finally:
             exited.cancel()
         if connection is None:
