@@ -72,17 +72,13 @@ class SandboxPool:
         return sum(len(queue) for queue in self._ready.values())
 
     async def take(self, spec: SandboxSpec) -> AsyncSandbox:
-        """A live sandbox for ``spec``: a ready one if there is one, else a new one."""
+        """A live sandbox for ``spec``: a ready one if there is one (of its own spec, or of no image made its image's:
+        `ImageAdopter`), else a new one."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         if self._adopts(spec) and spec_key(spec) not in self._ready:
             # An image's own sandboxes are kept only once it is forked (`fork`); sandboxes of none serve it.
-            adopted = await self._adopted(spec, 1)
-            self.stats.hits += len(adopted)
-            if adopted:
-                return adopted[0]
-            self.stats.misses += 1
-            return await AsyncSandbox.create(spec, self.provider)
+            return await self._adopted_or_new(spec)
         key = self._register(spec)
         queue = self._ready[key]
         try:
@@ -93,17 +89,20 @@ class SandboxPool:
                     return box
                 self.stats.discarded += 1
                 await box.close()
-            adopted = await self._adopted(spec, 1)
-            self.stats.hits += len(adopted)
-            if adopted:
-                return adopted[0]
-            self.stats.misses += 1
-            return await AsyncSandbox.create(spec, self.provider)
+            return await self._adopted_or_new(spec)
         finally:
             # Refill a moment later unless empty: starting a sandbox right away would compete
             # for the CPU with the caller's setup of the one just handed over.
             delay = REFILL_DELAY_S if queue else 0.0
             self._refill_later(key, delay)
+
+    async def _adopted_or_new(self, spec: SandboxSpec) -> AsyncSandbox:
+        adopted = await self._adopted(spec, 1)
+        if adopted:
+            self.stats.hits += 1
+            return adopted[0]
+        self.stats.misses += 1
+        return await AsyncSandbox.create(spec, self.provider)
 
     async def fork(
         self, source: AsyncSandbox, n: int = 1, *, labels: Mapping[str, str] | None = None

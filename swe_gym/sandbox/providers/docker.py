@@ -403,6 +403,8 @@ class DockerProvider:
         return sandbox
 
     async def image_info(self, image: str) -> ImageInfo | None:
+        if not image:
+            return None  # (no image named: create says how to give one)
         return await asyncio.to_thread(self._image_info, self.rewriter.rewrite(image))
 
     def _image_info(self, image: str) -> ImageInfo | None:

@@ -32,8 +32,9 @@ MARK = "primed.mark"
 
 @dataclass(frozen=True)
 class HomeBase:
-    """The saved home a sandbox home was copied from (``image``), and what the copy was: ``inodes`` (path
-    relative to the home -> inode number) of ``dirs``, and ``since_ns``, a ctime no copied entry reaches."""
+    """The saved home a sandbox home was copied from (``image``: the id of that one save), and what the copy was:
+    ``inodes`` (path relative to the home -> inode number) of ``dirs``, and ``since_ns``, a ctime no copied entry
+    reaches."""
 
     image: str
     dirs: tuple[str, ...]

@@ -217,6 +217,11 @@ class LocalSandbox(ProcessSandbox):
         return self.isolated and not self.spec.network
 
 
+def _saved_id(saved: Path) -> str:
+    """The id of one save (`LocalProvider.commit`): a save made anew under the same name is another base."""
+    return f"local:{json.loads((saved / 'meta.json').read_text())['id']}"
+
+
 class LocalProvider(HomeProvider):
     """Sandboxes as local process trees; see the module docstring."""
 
@@ -251,8 +256,9 @@ class LocalProvider(HomeProvider):
         base = None
         if saved is not None:
             try:
+                identity = _saved_id(saved)  # read first: a save replaced meanwhile is not taken for this one
                 await copy_tree([saved / name for name in WRITABLE], home)
-                base = await offload(home_delta.prime, home, spec.image or "", WRITABLE)
+                base = await offload(home_delta.prime, home, identity, WRITABLE)
             except BaseException:
                 remove_home(home, None)
                 raise
@@ -283,7 +289,7 @@ class LocalProvider(HomeProvider):
         if saved is None:
             return None
         meta = json.loads((saved / "meta.json").read_text())
-        return ImageInfo(id=f"local:{meta['id']}", labels=meta.get("labels", {}))
+        return ImageInfo(id=_saved_id(saved), labels=meta.get("labels", {}))
 
     async def commit(self, sandbox: SandboxBackend, image: str, labels: dict[str, str]) -> ImageInfo:
         """Save ``sandbox``'s workspace, ``/tmp`` and home as ``image``, which later sandboxes start from (a copy
@@ -299,10 +305,11 @@ class LocalProvider(HomeProvider):
                 await asyncio.gather(*(copy_tree([sandbox.home / n], staging) for n in WRITABLE))
                 (staging / "meta.json").write_text(json.dumps(meta))
                 await offload(self._publish, staging, self._images / name)
-                sandbox.base = await offload(home_delta.prime, sandbox.home, image, WRITABLE)
+                sandbox.base = await offload(home_delta.prime, sandbox.home, f"local:{meta['id']}", WRITABLE)
         except BaseException:
             await offload(remove_home, staging, None)
             raise
+        sandbox.spec = sandbox.spec.model_copy(update={"image": image})
         return ImageInfo(id=f"local:{meta['id']}", labels=meta["labels"])
 
     def holds(self, image: str) -> bool:
@@ -314,9 +321,10 @@ class LocalProvider(HomeProvider):
         saved = self._saved(image)
         if saved is None or not isinstance(sandbox, LocalSandbox) or sandbox.base is not None or sandbox.used:
             return False
+        identity = _saved_id(saved)
         async with sandbox.still():
             await asyncio.gather(*(copy_tree([saved / name], sandbox.home / name, into=True) for name in WRITABLE))
-            sandbox.base = await offload(home_delta.prime, sandbox.home, image, WRITABLE)
+            sandbox.base = await offload(home_delta.prime, sandbox.home, identity, WRITABLE)
         sandbox.spec = sandbox.spec.model_copy(update={"image": image})
         return True
 
