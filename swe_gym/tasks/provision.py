@@ -177,7 +177,14 @@ async def _from_prepared(
                     await _prepare(sandbox, task, history, agent=True)
                     tree = await snapshot(sandbox)  # its objects and private repository go into the image too
                     labels = {PREPARED_FROM: source_id, BASE_TREE: tree, "task_id": task.instance_id}
+                except BaseException:
+                    await sandbox.close()
+                    raise
+                try:
                     await provider.commit(sandbox.backend, tag, labels)
+                except SandboxError as exc:  # prepared all the same: this reset goes on, the next prepares again
+                    log.warning("could not save %s for %s (%s); each reset prepares it", tag, task.instance_id, exc)
+                    return sandbox
                 except BaseException:
                     await sandbox.close()
                     raise

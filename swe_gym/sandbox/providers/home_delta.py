@@ -56,9 +56,13 @@ def _walk(home: Path, dirs: Sequence[str]) -> Iterator[tuple[str, os.stat_result
             stack.extend(f"{relative}/{name}" for name in reversed(names))
 
 
-def prime(home: Path, image: str, dirs: Sequence[str]) -> HomeBase:
-    """The base of ``home`` as it is now: call once the copy is in place and before anything runs there."""
-    inodes = {relative: info.st_ino for relative, info in _walk(home, dirs)}
+def prime(home: Path, image: str, dirs: Sequence[str]) -> HomeBase | None:
+    """The base of ``home`` as it is now: call once the copy is in place and before anything runs there. None
+    where the home cannot be walked (a path past the system's limit, say): its forks copy it whole."""
+    try:
+        inodes = {relative: info.st_ino for relative, info in _walk(home, dirs)}
+    except OSError:
+        return None
     mark = home / MARK
     mark.touch()
     copied = os.stat(mark).st_ctime_ns
@@ -81,6 +85,13 @@ class Changes:
 
 def changes(home: Path, base: HomeBase) -> Changes | None:
     """What ``home`` changed since ``base`` (see the module docstring); None where `sync` could not replay it."""
+    try:
+        return _changes(home, base)
+    except OSError:  # a path past the system's limit, an entry gone meanwhile: only a whole copy can tell
+        return None
+
+
+def _changes(home: Path, base: HomeBase) -> Changes | None:
     seen: set[str] = set()
     changed: set[str] = set()
     size = 0

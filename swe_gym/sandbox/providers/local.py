@@ -217,6 +217,12 @@ class LocalSandbox(ProcessSandbox):
         return self.isolated and not self.spec.network
 
 
+async def _remove_tree(path: Path) -> None:
+    """``rm -rf``, which (unlike a walk by path) goes as deep as a failed copy may have gone."""
+    proc = await asyncio.create_subprocess_exec("rm", "-rf", "--", str(path), stdin=asyncio.subprocess.DEVNULL)
+    await proc.wait()
+
+
 def _saved_id(saved: Path) -> str:
     """The id of one save (`LocalProvider.commit`): a save made anew under the same name is another base."""
     return f"local:{json.loads((saved / 'meta.json').read_text())['id']}"
@@ -307,7 +313,7 @@ class LocalProvider(HomeProvider):
                 await offload(self._publish, staging, self._images / name)
                 sandbox.base = await offload(home_delta.prime, sandbox.home, f"local:{meta['id']}", WRITABLE)
         except BaseException:
-            await offload(remove_home, staging, None)
+            await _remove_tree(staging)
             raise
         sandbox.spec = sandbox.spec.model_copy(update={"image": image})
         return ImageInfo(id=f"local:{meta['id']}", labels=meta["labels"])
