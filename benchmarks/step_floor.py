@@ -8,10 +8,12 @@ in rounds (order rotated each round) after a warm-up:
 * ``SWEEnv.step`` after 2 ms of think time (the sleep is not counted): what a policy that does anything between
   steps sees. A step's command runs in the bash the runner started after the last step's reply (the runner's
   `SpareShell`); back to back, that bash may still be starting when the next step comes.
+* the same step through swe_gym's loop (``host.act`` on the background loop, as every step went before a step's
+  request and reply went over the runner's pipe or socket right in the caller's thread: `RunnerChannel.call_here`).
 * ``fresh bash -c``: the same ``true`` through the library's own `Sandbox.exec` (never a spare: a fresh
   ``bash -c`` per command, as every step was run before spares), with the same think time.
 * ``runner ping``: one request and reply over the same channel (framing, HMAC, the pipe, the runner's loop), no
-  command: the floor of our transport.
+  command, in the caller's thread (the floor of our transport) and through the loop.
 * ``attached pipe``: one line echoed by a process attached over pipes (docker: ``docker exec -i`` of a Python echo
   loop in the container; local: the same loop as a host process, which a local sandbox is): the floor of any
   transport.
@@ -19,7 +21,7 @@ in rounds (order rotated each round) after a warm-up:
   container of the same image, when ``minisweagent`` is installed).
 
 The breakdown splits the think-time step (and the fresh path) by what the channel sees: the env side (the step
-minus the channel call: Gymnasium wrappers, the hop onto the event loop, the episode's bookkeeping), the
+minus the channel call: Gymnasium wrappers, the episode's bookkeeping, for the fresh path the hop onto the loop), the
 transport (the call minus the runner's own time), and the runner (its reply's ``duration``: the hand-off to the
 spare or the spawn of ``bash -c``, the command, reaping it). Every counted step is checked to exit 0.
 
@@ -55,6 +57,7 @@ from bench_common import (
 from step_overhead import mini_swe_agent
 
 import swe_gym  # noqa: F401  (registers swe_gym/SWE-v0)
+from swe_gym.envs.swe_env import SLOT
 from swe_gym.sandbox import Sandbox
 from swe_gym.sandbox.backend import RunnerSandbox
 from swe_gym.sandbox.loop import run_sync
@@ -67,22 +70,33 @@ ECHO_LOOP = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n   
 class ChannelClock:
     """Times each exec through ``backend``'s channel: the call, and the runner's own ``duration`` from its reply.
 
-    Wraps the one instance's ``_call`` (measurement only; the env's code is unchanged)."""
+    Wraps the one instance's ``_call`` and ``_call_here`` (measurement only; the env's code is unchanged)."""
 
     def __init__(self, backend: RunnerSandbox) -> None:
         self.call_ms: list[float] = []
         self.runner_ms: list[float] = []
-        inner = backend._call
+        inner, inner_here = backend._call, backend._call_here
+
+        def note(header: dict[str, Any], reply: dict[str, Any], started: float) -> None:
+            if header.get("op") == "exec":
+                self.call_ms.append((time.perf_counter() - started) * 1000.0)
+                self.runner_ms.append(float(reply["duration"]) * 1000.0)
 
         async def timed(header: dict[str, Any], payload: bytes = b"", **kw: Any) -> tuple[dict[str, Any], bytes]:
             started = time.perf_counter()
             reply, data = await inner(header, payload, **kw)
-            if header.get("op") == "exec":
-                self.call_ms.append((time.perf_counter() - started) * 1000.0)
-                self.runner_ms.append(float(reply["duration"]) * 1000.0)
+            note(header, reply, started)
             return reply, data
 
+        def timed_here(header: dict[str, Any], payload: bytes, **kw: Any) -> tuple[dict[str, Any], bytes] | None:
+            started = time.perf_counter()
+            answer = inner_here(header, payload, **kw)
+            if answer is not None:
+                note(header, answer[0], started)
+            return answer
+
         backend._call = timed  # type: ignore[method-assign]
+        backend._call_here = timed_here  # type: ignore[method-assign]
 
     def take(self) -> tuple[float, float]:
         """The last exec's (call, runner) times."""
@@ -136,13 +150,31 @@ def fresh_method(box: Sandbox, clock: ChannelClock, phases: Breakdown) -> Method
     return Method("fresh bash -c (library exec), after think time", call, before=lambda: time.sleep(THINK_S))
 
 
-def ping_method(backend: RunnerSandbox) -> Method:
+def loop_step_method(env: gym.Env[str, str]) -> Method:
+    host = env.unwrapped.host  # type: ignore[attr-defined]
+
     def call() -> None:
-        reply, _ = run_sync(backend._call({"op": "ping"}, b"", timeout=30))
+        _, _, terminated, truncated, info = host.call(host.act(SLOT, "true"))
+        if terminated or truncated or info["exit_code"] != 0:
+            raise BenchmarkError(f"step through the loop: the step ended the episode or failed ({info})")
+
+    return Method("the same step through swe_gym's loop, after think time", call, before=lambda: time.sleep(THINK_S))
+
+
+def ping_method(backend: RunnerSandbox, here: bool) -> Method:
+    def call() -> None:
+        if here:
+            answer = backend._call_here({"op": "ping"}, b"", timeout=30)
+            if answer is None:
+                raise BenchmarkError("runner ping: the channel cannot be used from this thread")
+            reply = answer[0]
+        else:
+            reply, _ = run_sync(backend._call({"op": "ping"}, b"", timeout=30))
         if not reply.get("ok"):
             raise BenchmarkError(f"runner ping: {reply}")
 
-    return Method("runner ping (our transport's floor)", call)
+    where = "in the caller's thread (our transport's floor)" if here else "through swe_gym's loop"
+    return Method(f"runner ping, {where}", call)
 
 
 @contextmanager
@@ -194,8 +226,10 @@ def measure(provider: str, image: str, rounds: int) -> dict[str, Any]:
         methods = [
             step_method("SWEEnv.step, after think time", env, clock, spare_phases, think=True),
             step_method("SWEEnv.step, back to back", env, clock, None, think=False),
+            loop_step_method(env),
             fresh_method(box, clock, fresh_phases),
-            ping_method(backend),
+            ping_method(backend, here=True),
+            ping_method(backend, here=False),
         ]
         container_id = str(backend.container_id) if provider == "docker" else None  # type: ignore[attr-defined]
         if container_id is not None:

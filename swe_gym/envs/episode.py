@@ -10,9 +10,10 @@ agent acts, so the last step pays only the patch's apply and the tests.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,7 @@ from swe_gym.sandbox import AsyncSandbox, SandboxSpec
 from swe_gym.sandbox.checkpoints import DEFAULT_TTL_S
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.sandbox.protocol import SandboxProvider
-from swe_gym.sandbox.spec import SandboxStatus
+from swe_gym.sandbox.spec import ExecResult, SandboxStatus
 from swe_gym.shown_text import to_bytes
 from swe_gym.tasks import SWETask, provision
 from swe_gym.tasks.provision import prepared_tree
@@ -310,25 +311,54 @@ class Episode:
         return self._observe(output), 0.0, False, False, info
 
     async def step(self, command: str) -> StepResult:
-        if self.done or self.sandbox is None:
-            raise RuntimeError("the episode is over (or never started): call reset() before step()")
-        self.steps += 1
-        info: dict[str, Any] = {"step": self.steps}
         if command.strip() == SUBMIT:
+            info = self._count_step()
             info.update(exit_code=0, timed_out=False, output_truncated=False, duration_s=0.0)
             return await self._finish("", info, terminated=True)
+        self._count_step(dry=True)
+        timeout, shell = self._step_timeout(), self.settings.options.shell
         try:
-            timeout, shell = self._step_timeout(), self.settings.options.shell
             result = await self.sandbox.exec_action(to_bytes(command), timeout=timeout, shell=shell)
         except SandboxDiedError as exc:
-            info.update(exit_code=-1, timed_out=False, output_truncated=False, duration_s=0.0)
-            if getattr(exc, "during_call", False):  # the agent's own command broke it: a verdict, not a mask
-                return await self._finish(
-                    "", info, terminated=True, broken=f"the agent's command broke its sandbox: {exc}"
-                )
-            if (blame := await self._agents_doing(exc)) is not None:
-                return await self._finish("", info, terminated=True, broken=blame)
-            return await self.end_masked(f"sandbox died: {exc}", info)
+            return await self._died(exc, self._count_step())
+        outcome = self._outcome(result, timeout, self._count_step())
+        return await outcome if inspect.iscoroutine(outcome) else outcome
+
+    def step_here(self, command: str) -> StepResult | Coroutine[Any, Any, StepResult] | None:
+        """`step`, blocking, in the calling thread, where the sandbox can take the command right here
+        (`AsyncSandbox.exec_action_here`): a step's result, or the coroutine that must finish it on swe_gym's loop
+        (the grading of a last step, a dead sandbox's verdict); None where it cannot, with nothing done (then
+        `step`). Never from swe_gym's own loop."""
+        if command.strip() == SUBMIT:
+            return None
+        self._count_step(dry=True)
+        timeout, shell = self._step_timeout(), self.settings.options.shell
+        try:
+            result = self.sandbox.exec_action_here(to_bytes(command), timeout=timeout, shell=shell)
+        except SandboxDiedError as exc:
+            return self._died(exc, self._count_step())
+        return None if result is None else self._outcome(result, timeout, self._count_step())
+
+    def _count_step(self, *, dry: bool = False) -> dict[str, Any]:
+        """Count a step (``dry``: only check that one may be taken); its info so far."""
+        if self.done or self.sandbox is None:
+            raise RuntimeError("the episode is over (or never started): call reset() before step()")
+        if not dry:
+            self.steps += 1
+        return {"step": self.steps}
+
+    async def _died(self, exc: SandboxDiedError, info: dict[str, Any]) -> StepResult:
+        info.update(exit_code=-1, timed_out=False, output_truncated=False, duration_s=0.0)
+        if getattr(exc, "during_call", False):  # the agent's own command broke it: a verdict, not a mask
+            return await self._finish("", info, terminated=True, broken=f"the agent's command broke its sandbox: {exc}")
+        if (blame := await self._agents_doing(exc)) is not None:
+            return await self._finish("", info, terminated=True, broken=blame)
+        return await self.end_masked(f"sandbox died: {exc}", info)
+
+    def _outcome(
+        self, result: ExecResult, timeout: float, info: dict[str, Any]
+    ) -> StepResult | Coroutine[Any, Any, StepResult]:
+        """The step that ``result`` makes: observed here, or (the episode ending) the coroutine that grades it."""
         info.update(
             exit_code=result.exit_code,
             timed_out=result.timed_out,
@@ -339,9 +369,9 @@ class Episode:
         if result.timed_out:
             output += f"\n[swe_gym: command timed out after {timeout:g}s and was killed]"
         if is_submission(output, result.exit_code):
-            return await self._finish(output, info, terminated=True)
+            return self._finish(output, info, terminated=True)
         if self._out_of_turns():
-            return await self._finish(output, info, terminated=False)
+            return self._finish(output, info, terminated=False)
         return self._observe(output), 0.0, False, False, info
 
     async def _artifacts(self) -> bytes | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import logging
 from collections.abc import Coroutine, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import CancelledError, Future
@@ -335,6 +336,28 @@ class EpisodeHost:
         if self.config.tools is not None:
             return await episode.act(action)
         return await episode.step(as_command(action))
+
+    def act_here(self, key: Key, action: Any) -> StepResult:
+        """`act`, called from the caller's thread (`call`'s): a bash command runs over its sandbox's channel right
+        there (`Episode.step_here`), with no hop onto swe_gym's loop and back, and only what must (grading a last
+        step, a dead sandbox, tool calls, a channel that cannot block) goes through the loop."""
+        episode = self.episodes.get(key)
+        if episode is None or self.config.tools is not None or self.closed or in_loop_thread():
+            return self.call(self.act(key, action))
+        try:
+            outcome = episode.step_here(as_command(action))
+        except Exception:
+            if self.closed:  # closed from another thread while the command ran (that is what ended it)
+                raise self._cancelled() from None
+            raise
+        if outcome is None:
+            return self.call(self.act(key, action))
+        if not inspect.iscoroutine(outcome):
+            return outcome
+        if self.closed:
+            outcome.close()
+            raise self._cancelled()
+        return self.call(outcome)
 
     async def fork_out(self, key: Key, n: int) -> list[EpisodeHost]:
         """``n`` hosts, each running a fork of the episode at ``key`` (at the same key), sharing this host's

@@ -116,7 +116,7 @@ class SWEEnv(gym.Env[str, Any]):
         return self.host.call(self.host.start(SLOT, task))
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        return self.host.call(self.host.act(SLOT, action))
+        return self.host.act_here(SLOT, action)
 
     def render(self) -> str | None:
         episode = self.host.episode(SLOT)

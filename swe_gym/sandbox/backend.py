@@ -7,7 +7,6 @@ once, for every provider.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import logging
@@ -21,10 +20,11 @@ from pathlib import Path
 from typing import Literal
 
 from swe_gym.errors import ChannelTamperedError, SandboxDiedError, SandboxError
-from swe_gym.sandbox.channel import REPLY_GRACE_S, Channel
+from swe_gym.sandbox.channel import REPLY_GRACE_S, Channel, RunnerChannel
 from swe_gym.sandbox.delta import Delta
 from swe_gym.sandbox.loop import to_the_end
 from swe_gym.sandbox.spec import ExecResult, SandboxSpec, SandboxStatus
+from swe_gym.sandbox.turn import Turn
 from swe_gym.shown_text import to_text
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class RunnerSandbox(ABC):
         self._channel: Channel | None = None
         self._closed = False
         self._known_dead = False
-        self._busy = asyncio.Lock()  # held by each call, and by `quiet` while a fork copies the file system
+        self._busy = Turn()  # held by each call, and by `quiet` while a fork copies the file system
         #: Whether anything but a ping ran (a warm pool's sandbox that never did holds its image's files as started).
         self.used = False
 
@@ -137,26 +137,48 @@ class RunnerSandbox(ABC):
         For a fork's copy of the file system: it sees the sandbox between two commands. Calling the
         sandbox itself inside the block would wait forever.
         """
-        async with self._busy:
+        async with self._busy.held():
             if self._closed:
                 raise SandboxError(f"sandbox {self.id} is closed")
             yield
 
     async def _call(self, header: dict, payload: bytes = b"", *, timeout: float | None):
+        channel = self._open_channel(header)
+        try:
+            async with self._busy.held():
+                reply = await channel.call(header, payload, timeout=timeout)
+        except SandboxDiedError as exc:
+            raise self._died(exc) from None
+        self._known_dead = False
+        return reply
+
+    def _call_here(self, header: dict, payload: bytes, *, timeout: float) -> tuple[dict, bytes] | None:
+        """`_call` in the calling thread (see `exec_here`); None, with nothing sent, where it cannot be."""
+        channel = self._open_channel(header)
+        if not isinstance(channel, RunnerChannel) or not channel.here or not self._busy.try_take():
+            return None
+        try:
+            reply = channel.call_here(header, payload, timeout=timeout)
+        except SandboxDiedError as exc:
+            raise self._died(exc) from None
+        finally:
+            self._busy.give()
+        if reply is not None:
+            self._known_dead = False
+        return reply
+
+    def _open_channel(self, header: dict) -> Channel:
         if self._closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         assert self._channel is not None, "provider forgot to attach the runner channel"
         self.used = self.used or header["op"] != "ping"
-        try:
-            async with self._busy:
-                reply = await self._channel.call(header, payload, timeout=timeout)
-        except SandboxDiedError as exc:
-            if self._known_dead and not isinstance(exc, ChannelTamperedError):
-                exc.during_call = False  # an earlier call (or status ping) had found it dead already
-            self._known_dead = True
-            raise
-        self._known_dead = False
-        return reply
+        return self._channel
+
+    def _died(self, exc: SandboxDiedError) -> SandboxDiedError:
+        if self._known_dead and not isinstance(exc, ChannelTamperedError):
+            exc.during_call = False  # an earlier call (or status ping) had found it dead already
+        self._known_dead = True
+        return exc
 
     async def exec(
         self,
@@ -178,6 +200,44 @@ class RunnerSandbox(ABC):
         ``track_orphans`` (stateless only): the reply counts the processes of the command's tree that outlived their
         parent (re-parented to the runner, which is PID 1 or a subreaper) and every one still alive is killed before
         it (`ExecResult.orphans`): a verifier's reward can then not be rewritten by something the tests left."""
+        header, payload, timeout = self._exec_request(
+            command, timeout, cwd, env, max_output_bytes, shell, spare_shell, track_orphans
+        )
+        started = time.perf_counter()
+        reply, data = await self._call(header, payload, timeout=timeout + REPLY_GRACE_S)
+        return self._exec_result(header, reply, data, started)
+
+    def exec_here(
+        self,
+        command: str | bytes,
+        *,
+        timeout: float | None = None,
+        max_output_bytes: int | None = None,
+        shell: Literal["stateless", "persistent"] = "stateless",
+        spare_shell: bool = False,
+    ) -> ExecResult | None:
+        """`exec`, blocking, in the calling thread: over a channel that can (`FdLink`: local, apptainer, docker's
+        direct channel) and when no other call holds this sandbox, the request and reply skip swe_gym's loop; else
+        None, and nothing ran (use `exec`). Never from swe_gym's own loop."""
+        header, payload, timeout = self._exec_request(
+            command, timeout, None, None, max_output_bytes, shell, spare_shell, False
+        )
+        started = time.perf_counter()
+        answer = self._call_here(header, payload, timeout=timeout + REPLY_GRACE_S)
+        return None if answer is None else self._exec_result(header, *answer, started)
+
+    def _exec_request(
+        self,
+        command: str | bytes,
+        timeout: float | None,
+        cwd: str | None,
+        env: dict[str, str] | None,
+        max_output_bytes: int | None,
+        shell: str,
+        spare_shell: bool,
+        track_orphans: bool,
+    ) -> tuple[dict, bytes, float]:
+        """The runner request of `exec`: header, payload and the command's timeout."""
         timeout = self.spec.exec_timeout_s if timeout is None else timeout
         payload = command if isinstance(command, bytes) else encode_text(command)
         limit = max_output_bytes or self.spec.max_output_bytes
@@ -193,9 +253,10 @@ class RunnerSandbox(ABC):
                 header["orphans"] = True
         else:
             raise ValueError(f"shell must be 'stateless' or 'persistent', got {shell!r}")
-        started = time.perf_counter()
-        reply, data = await self._call(header, payload, timeout=timeout + REPLY_GRACE_S)
-        if shell == "persistent":
+        return header, payload, timeout
+
+    def _exec_result(self, header: dict, reply: dict, data: bytes, started: float) -> ExecResult:
+        if header["op"] == "shell":
             self.shell_live = bool(reply.get("shell_alive"))
         dropped = int(reply["dropped"])
         return ExecResult(

@@ -15,11 +15,13 @@ import binascii
 import re
 import secrets
 import shlex
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from swe_gym.errors import ChannelTamperedError, SandboxDiedError, SandboxError
+from swe_gym.sandbox.links import FdLink, Link
 from swe_gym.sandbox.runner import (
     ONE_SHOT_BEGIN,
     ONE_SHOT_END,
@@ -31,6 +33,7 @@ from swe_gym.sandbox.runner import (
     encode_frame,
     split_line,
 )
+from swe_gym.sandbox.turn import Turn
 
 #: How long past a command's own timeout the host waits before calling the sandbox dead.
 REPLY_GRACE_S = 10.0
@@ -56,36 +59,26 @@ def _tampered(what: str, describe: str) -> ChannelTamperedError:
     )
 
 
-class ByteSink(Protocol):
-    def write(self, data: bytes) -> None: ...
-
-    async def drain(self) -> None: ...
-
-
 class _FoundDead(Exception):
     """The runner was gone before our request reached it."""
 
 
 class RunnerChannel:
-    """One request at a time to the in-sandbox runner; a lost runner is `SandboxDiedError`.
+    """One request at a time to the in-sandbox runner, over a `Link`; a lost runner is `SandboxDiedError`.
+
+    A call comes from swe_gym's loop (`call`) or, over a link that can block (`FdLink`), right from the caller's
+    thread (`call_here`): the same frames, checks and failures either way, one at a time (a `Turn`).
 
     The key goes to the runner as the first line on its stdin (which nothing in the
     sandbox can read: the runner is non-dumpable), in front of the first request.
     """
 
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        sink: ByteSink,
-        describe: Callable[[], str],
-        exited: Callable[[], bool] = lambda: False,
-    ) -> None:
+    def __init__(self, link: Link, describe: Callable[[], str], exited: Callable[[], bool] = lambda: False) -> None:
         """``exited``: whether the runner's process is known to have exited (checked before each request)."""
-        self._reader = reader
-        self._sink = sink
+        self._link = link
         self._describe = describe
         self._exited = exited
-        self._lock = asyncio.Lock()
+        self._turn = Turn()
         self._key = secrets.token_bytes(32)
         self._greeting = self._key.hex().encode() + b"\n"
         self._failure: SandboxDiedError | None = None
@@ -94,50 +87,110 @@ class RunnerChannel:
     def dead_reason(self) -> str | None:
         return str(self._failure) if self._failure is not None else None
 
+    @property
+    def here(self) -> bool:
+        """Whether `call_here` can work (the link can block in the caller's thread)."""
+        return self._link.here
+
     async def call(
         self, header: dict[str, Any], payload: bytes = b"", *, timeout: float | None = None
     ) -> tuple[dict[str, Any], bytes]:
-        async with self._lock:
-            if self._failure is not None:  # found dead: the same error, not caused by this request
-                raise type(self._failure)(str(self._failure))
+        async with self._turn.held():
+            self._raise_found_dead()
             try:
                 async with asyncio.timeout(timeout):
                     return await self._roundtrip(header, payload)
-            except _FoundDead as exc:
-                self._failure = SandboxDiedError(f"sandbox was already gone ({exc}); {self._describe()}")
-            except (BadFrame, asyncio.LimitOverrunError) as exc:
-                self._failure = _tampered(str(exc), self._describe())
-            except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
-                self._failure = SandboxDiedError(
-                    f"sandbox stopped answering ({exc!r}); {self._describe()}", during_call=True
-                )
-            except TimeoutError:
-                self._failure = SandboxDiedError(
-                    f"sandbox did not answer within {timeout:.1f}s; {self._describe()}", during_call=True
-                )
-            except asyncio.CancelledError:  # its reply may still come: never read it as the next one's
-                self._failure = SandboxDiedError(f"a call to the sandbox was abandoned midway; {self._describe()}")
+            except Exception as exc:
+                raise self._fail(exc, timeout) from exc
+            except BaseException as exc:  # cancelled: its reply may still come, never as the next one's
+                self._fail(exc, timeout)
                 raise
-            raise self._failure
 
-    async def _roundtrip(self, header: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
-        if self._reader.at_eof() or self._exited():
+    def call_here(
+        self, header: dict[str, Any], payload: bytes = b"", *, timeout: float | None = None
+    ) -> tuple[dict[str, Any], bytes] | None:
+        """`call` in the calling thread, when the link can block and no other call is under way; else None, and
+        nothing was sent. Blocks until the reply (or ``timeout``); never call it from swe_gym's loop."""
+        if not self._link.here or not self._turn.try_take():
+            return None
+        try:
+            self._raise_found_dead()
+            deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+            try:
+                return self._roundtrip_here(header, payload, deadline)
+            except Exception as exc:
+                raise self._fail(exc, timeout) from exc
+            except BaseException as exc:  # Ctrl-C: its reply may still come, never as the next one's
+                self._fail(exc, timeout)
+                raise
+        finally:
+            self._turn.give()
+
+    def _raise_found_dead(self) -> None:
+        if self._failure is not None:  # found dead: the same error, not caused by this request
+            raise type(self._failure)(str(self._failure))
+
+    def _fail(self, exc: BaseException, timeout: float | None) -> SandboxDiedError:
+        """What ``exc``, raised midway through a call, makes of the channel: dead for good, and why."""
+        describe = self._describe()
+        if isinstance(exc, _FoundDead):
+            self._failure = SandboxDiedError(f"sandbox was already gone ({exc}); {describe}")
+        elif isinstance(exc, BadFrame):
+            self._failure = _tampered(str(exc), describe)
+        elif isinstance(exc, TimeoutError):
+            self._failure = SandboxDiedError(
+                f"sandbox did not answer within {timeout or 0:.1f}s; {describe}", during_call=True
+            )
+        elif isinstance(exc, (EOFError, OSError)):
+            self._failure = SandboxDiedError(f"sandbox stopped answering ({exc!r}); {describe}", during_call=True)
+        else:  # cancelled, interrupted or broken midway
+            self._failure = SandboxDiedError(f"a call to the sandbox was abandoned midway ({exc!r}); {describe}")
+        return self._failure
+
+    def _request(self, header: dict[str, Any], payload: bytes) -> tuple[str, bytes]:
+        if self._link.at_eof() or self._exited():
             raise _FoundDead("its runner had exited before the request")
         request_id = secrets.token_hex(16)
-        frame = encode_frame(self._key, REQUEST_TAG, {**header, "id": request_id}, payload)
-        try:
-            self._sink.write(self._greeting + frame)
-            self._greeting = b""
-            await self._sink.drain()
-        except (ConnectionError, OSError) as exc:
-            raise _FoundDead(repr(exc)) from exc
-        mac, reply, raw = split_line((await self._reader.readuntil(b"\n"))[:-1])
+        frame = self._greeting + encode_frame(self._key, REQUEST_TAG, {**header, "id": request_id}, payload)
+        self._greeting = b""
+        return request_id, frame
+
+    @staticmethod
+    def _reply_head(request_id: str, line: bytes) -> tuple[str, dict[str, Any], bytes]:
+        mac, reply, raw = split_line(line)
         if reply["id"] != request_id:
             raise BadFrame(f"a reply to another request (id {reply['id'][:40]!r}) came first")
-        data = await self._reader.readexactly(reply["size"])
+        return mac, reply, raw
+
+    def _verified(
+        self, header: dict[str, Any], head: tuple[str, dict[str, Any], bytes], data: bytes
+    ) -> tuple[dict[str, Any], bytes]:
+        mac, reply, raw = head
         check_mac(self._key, REPLY_TAG, mac, reply, raw, data)
         _checked(header, reply)
         return reply, data
+
+    async def _roundtrip(self, header: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+        request_id, frame = self._request(header, payload)
+        try:
+            await self._link.send(frame)
+        except OSError as exc:
+            raise _FoundDead(repr(exc)) from exc
+        head = self._reply_head(request_id, await self._link.line())
+        return self._verified(header, head, await self._link.exactly(head[1]["size"]))
+
+    def _roundtrip_here(self, header: dict[str, Any], payload: bytes, deadline: float) -> tuple[dict[str, Any], bytes]:
+        link = self._link
+        assert isinstance(link, FdLink)
+        request_id, frame = self._request(header, payload)
+        try:
+            link.send_now(frame, deadline)
+        except TimeoutError:
+            raise
+        except OSError as exc:
+            raise _FoundDead(repr(exc)) from exc
+        head = self._reply_head(request_id, link.line_now(deadline))
+        return self._verified(header, head, link.exactly_now(head[1]["size"], deadline))
 
 
 class CommandTransport(Protocol):

@@ -116,6 +116,14 @@ class AsyncSandbox:
             options["spare_shell"] = True
         return await self.backend.exec(command, **options)
 
+    def exec_action_here(self, command: str | bytes, **options: Any) -> ExecResult | None:
+        """`exec_action`, blocking, in the calling thread, where the backend can skip swe_gym's loop for it
+        (`RunnerSandbox.exec_here`); None, with nothing run, where it cannot (then await `exec_action`). Takes
+        ``timeout``, ``max_output_bytes`` and ``shell``."""
+        if isinstance(self.backend, RunnerSandbox):
+            return self.backend.exec_here(command, spare_shell=True, **options)
+        return None
+
     async def write_file(self, path: str, content: bytes | str, mode: int = 0o644) -> None:
         await self.backend.write_file(path, content, mode)
 

@@ -400,6 +400,25 @@ def _shell_text(text):
     return text.replace("@", chr(36)).replace("^", chr(34))
 
 
+def _identity(path):
+    """The device and inode ``path`` leads to (None where it leads nowhere)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino)
+
+
+_BASE_ENV = []
+
+
+def _base_env():
+    """The environment every command starts from (ours, decoded at start-up, never changed after)."""
+    if not _BASE_ENV:
+        _BASE_ENV.append(dict(os.environ))
+    return _BASE_ENV[0]
+
+
 class SpareShell(object):
     """A ``bash`` started ahead of the agent's next command, blocked reading it: a step then pays no bash start-up
     (on a small machine most of a step's time), only the command's own.
@@ -423,9 +442,9 @@ class SpareShell(object):
 
     def refill(self, reaper):
         if self.wanted is not None:
-            cwd, env = self.wanted
+            cwd, env, extra = self.wanted
             self.wanted = None
-            self.start(cwd, env, reaper)
+            self.start(cwd, env, extra, reaper)
 
     @staticmethod
     def usable(command, env):
@@ -438,8 +457,9 @@ class SpareShell(object):
             and not env.get("ENV")
         )
 
-    def start(self, cwd, env, reaper):
-        """Start the spare for commands in ``cwd`` with ``env`` (best effort: none when it cannot start)."""
+    def start(self, cwd, env, extra, reaper):
+        """Start the spare for commands in ``cwd`` with ``env`` (the base environment plus ``extra``; best effort:
+        none when it cannot start)."""
         self.close(reaper)
         go_r, go_w = os.pipe()
         script = _script_fd(b"")
@@ -452,37 +472,37 @@ class SpareShell(object):
             "else export SHLVL=@((SHLVL-1)); exec %(bash)s -c ^@__swe_gym_c^; fi"
         ) % {"go": go_r, "script": script, "nl": chr(92) + "n", "bash": _BASH}
         try:
-            proc = _popen([_BASH, "-c", boot], cwd, env, (go_r, script))
+            # It starts in the very directory we opened (through its descriptor, which it does not keep): its
+            # identity is known without asking /proc while it execs (which waits for the exec to finish).
+            where = os.open(cwd, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
+        except OSError:
+            os.close(go_r)
+            os.close(go_w)
+            os.close(script)
+            return
+        try:
+            stat = os.fstat(where)
+            identity = (stat.st_dev, stat.st_ino)
+            proc = _popen([_BASH, "-c", boot], "/proc/self/fd/%d" % where, env, (go_r, script))
         except OSError:
             os.close(go_w)
             os.close(script)
             return
         finally:
             os.close(go_r)
+            os.close(where)
         self.proc, self.go, self.script = proc, go_w, script
-        self.key = (cwd, sorted(env.items()), self._where(proc.pid))
+        self.key = (cwd, sorted(extra.items()), identity)
 
-    @staticmethod
-    def _where(pid):
-        """The directory ``pid`` works in, as its path and inode (a path the kernel marks deleted: None)."""
-        link = "/proc/%d/cwd" % pid
-        try:
-            path, stat = os.readlink(link), os.stat(link)
-        except OSError:
-            return None
-        if path.endswith(" (deleted)"):
-            return None
-        return (path, stat.st_dev, stat.st_ino)
-
-    def take(self, command, cwd, env, reaper):
-        """The spare, now running ``command``, when it waits in ``cwd`` (the same directory) with ``env``; else
-        None (and it is gone)."""
+    def take(self, command, cwd, extra, reaper):
+        """The spare, now running ``command``, when it waits in ``cwd`` with the same ``extra`` environment; else
+        None (and it is gone). The same ``cwd``: the path still leads to the directory the spare works in; one
+        removed and made anew, or swapped, starts fresh."""
         if self.proc is None:
             return None
         proc, key = self.proc, self.key
         reaper.reap()
-        here = self._where(proc.pid)
-        if proc.pid in reaper.statuses or here is None or key != (cwd, sorted(env.items()), here):
+        if proc.pid in reaper.statuses or key != (cwd, sorted(extra.items()), _identity(cwd)):
             self.close(reaper)
             return None
         try:
@@ -519,8 +539,9 @@ def run_command(req, command, reaper, wake_fd, host):
     limit = int(req.get("limit", 1 << 20))
     timeout = float(req.get("timeout", 60.0))
     cwd = req.get("cwd") or os.getcwd()
-    env = dict(os.environ)
-    env.update(req.get("env") or {})
+    extra = req.get("env") or {}
+    env = dict(_base_env())
+    env.update(extra)
     capture = OutputCapture(limit)
     if not os.path.isdir(cwd):
         capture.feed(("[swe_gym: working directory %s is gone; ran in /]\n" % cwd).encode())
@@ -530,11 +551,11 @@ def run_command(req, command, reaper, wake_fd, host):
     start = time.time()
     deadline = start + timeout
     try:
-        proc = SPARE.take(command, cwd, env, reaper) if spare else None
+        proc = SPARE.take(command, cwd, extra, reaper) if spare else None
         if proc is None:
             proc = _spawn(command, cwd, env)
         if spare:
-            SPARE.wanted = (cwd, env)
+            SPARE.wanted = (cwd, env, extra)
     except OSError as exc:
         capture.feed(("swe_gym runner: cannot start the command: %s\n" % exc).encode())
         return {

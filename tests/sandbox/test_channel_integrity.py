@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from swe_gym.errors import ChannelTamperedError, SandboxDiedError
-from swe_gym.sandbox import SandboxStatus, get_provider
+from swe_gym.sandbox import ExecResult, Sandbox, SandboxStatus, get_provider
 from tests.conftest import RUNNER_IS_PID1, kill_from_outside, make_sandbox, provider_setup
 
 #: A complete reply as an unkeyed forger would write it: exit 0, "all tests passed", a made-up MAC.
@@ -48,6 +48,19 @@ def test_commands_cannot_open_the_runners_streams_or_environment(name: str) -> N
         assert box.exec("echo next").output == "next\n"  # nothing shifted
 
 
+#: How a call reaches the runner: through swe_gym's loop (`Sandbox.exec`), or over the channel right in the calling
+#: thread (`RunnerSandbox.exec_here`, what a Gymnasium step uses): the same checks either way.
+PATHS = ["loop", "here"]
+
+
+def _exec(box: Sandbox, path: str, command: str, timeout: float = 60) -> ExecResult:
+    if path == "loop":
+        return box.exec(command, timeout=timeout)
+    result = box.aio.backend.exec_here(command, timeout=timeout)
+    assert result is not None, "a free channel of a stream provider takes calls in the caller's thread"
+    return result
+
+
 def _forgeable_local() -> str:
     """The unisolated local sandbox runs commands as us: as root (CI) they can write into the runner's stdout."""
     provider_setup("local-unisolated")
@@ -56,32 +69,36 @@ def _forgeable_local() -> str:
     return "local-unisolated"
 
 
-def test_forged_reply_is_rejected_and_the_channel_stays_dead() -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_forged_reply_is_rejected_and_the_channel_stays_dead(path: str) -> None:
     with make_sandbox(_forgeable_local()) as box:
         with pytest.raises(ChannelTamperedError, match=r"MAC|another request") as caught:
-            box.exec(f"printf %s {_sh(FAKE_REPLY)} > /proc/$PPID/fd/1; sleep 1", timeout=30)
+            _exec(box, path, f"printf %s {_sh(FAKE_REPLY)} > /proc/$PPID/fd/1; sleep 1", timeout=30)
         assert caught.value.during_call
-        for _ in range(2):  # every later call: the same error, never a reply
+        for later in PATHS:  # every later call, either way: the same error, never a reply
             with pytest.raises(ChannelTamperedError):
-                box.exec("echo hello")
+                _exec(box, later, "echo hello")
         assert box.status() is SandboxStatus.DEAD
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("junk", ["garbage\n", "{not json\n", "stray bytes without a newline "])
-def test_malformed_bytes_before_the_reply_are_tampering(junk: str) -> None:
+def test_malformed_bytes_before_the_reply_are_tampering(junk: str, path: str) -> None:
     with make_sandbox(_forgeable_local()) as box:
         with pytest.raises(ChannelTamperedError):
-            box.exec(f"printf %s {_sh(junk)} > /proc/$PPID/fd/1", timeout=30)
+            _exec(box, path, f"printf %s {_sh(junk)} > /proc/$PPID/fd/1", timeout=30)
 
 
-def test_an_extra_frame_after_a_reply_never_shifts_the_next_one() -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_an_extra_frame_after_a_reply_never_shifts_the_next_one(path: str) -> None:
     with make_sandbox(_forgeable_local()) as box:
         # Escapes the step's process group, then writes once the real reply has gone out.
         late = f"sleep 0.5; printf %s {_sh(FAKE_REPLY)} > /proc/$1/fd/1"
-        assert box.exec(f"setsid sh -c {_sh(late)} _ $PPID & sleep 0.2; echo first").output == "first\n"
+        assert _exec(box, path, f"setsid sh -c {_sh(late)} _ $PPID & sleep 0.2; echo first").output == "first\n"
         time.sleep(1.5)
-        with pytest.raises(ChannelTamperedError):
-            box.exec("echo second")
+        for later in PATHS:
+            with pytest.raises(ChannelTamperedError):
+                _exec(box, later, "echo second")
 
 
 def test_opensandbox_forged_reply_into_the_client_is_rejected() -> None:
@@ -97,25 +114,29 @@ def test_opensandbox_forged_reply_into_the_client_is_rejected() -> None:
             box.exec("echo hello")
 
 
-@pytest.mark.parametrize("name", ["local-unisolated", "opensandbox"])
-def test_a_command_that_kills_the_runner_is_a_death_during_the_call(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "path"), [("local-unisolated", "loop"), ("local-unisolated", "here"), ("opensandbox", "loop")]
+)
+def test_a_command_that_kills_the_runner_is_a_death_during_the_call(name: str, path: str) -> None:
     assert name not in RUNNER_IS_PID1
     with make_sandbox(name) as box:
         with pytest.raises(SandboxDiedError) as caught:
-            box.exec("kill -9 $PPID; sleep 30", timeout=3)
+            _exec(box, path, "kill -9 $PPID; sleep 30", timeout=3)
         assert caught.value.during_call and not isinstance(caught.value, ChannelTamperedError)
 
 
-@pytest.mark.parametrize("name", [*STREAM_PROVIDERS, "opensandbox"])
-def test_a_sandbox_found_dead_is_not_a_death_during_the_call(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "path"), [*((name, path) for name in STREAM_PROVIDERS for path in PATHS), ("opensandbox", "loop")]
+)
+def test_a_sandbox_found_dead_is_not_a_death_during_the_call(name: str, path: str) -> None:
     with make_sandbox(name) as box:
         kill_from_outside(box)
         time.sleep(0.5)
         with pytest.raises(SandboxDiedError) as caught:
-            box.exec("echo hello", timeout=10)
+            _exec(box, path, "echo hello", timeout=10)
         assert not caught.value.during_call
         with pytest.raises(SandboxDiedError) as again:
-            box.exec("echo hello", timeout=10)
+            _exec(box, path, "echo hello", timeout=10)
         assert not again.value.during_call
 
 

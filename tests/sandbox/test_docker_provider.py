@@ -167,7 +167,7 @@ def test_a_local_engine_channel_is_a_socket_nothing_else_can_reach(docker_client
     box = make_sandbox("docker")
     try:
         backend = box.aio.backend
-        assert backend._direct_writer is not None
+        assert backend._direct_link is not None
         assert backend._direct is not None and not backend._direct.directory.exists()
         assert direct_channel.ROOT in backend._direct.directory.parents
         out = box.exec(CHANNEL_PROBE).output.split()
@@ -200,7 +200,7 @@ def test_a_runner_that_cannot_reach_the_socket_falls_back_to_attach(
     async def scenario() -> None:
         box = await AsyncSandbox.create(SandboxSpec(image=TEST_IMAGE), provider)
         try:
-            assert box.backend._direct_writer is None and (await box.exec("echo ok")).output == "ok\n"
+            assert box.backend._direct_link is None and (await box.exec("echo ok")).output == "ok\n"
         finally:
             await box.close()
         again = await AsyncSandbox.create(SandboxSpec(image=TEST_IMAGE), provider)  # attach from now on
@@ -232,7 +232,7 @@ def test_a_host_process_that_connects_first_is_turned_away(docker_client, monkey
     monkeypatch.setattr(direct_channel.DirectChannel, "open", staticmethod(racing))
     box = make_sandbox("docker")
     try:
-        assert box.aio.backend._direct_writer is not None and box.exec("echo ok").output == "ok\n"
+        assert box.aio.backend._direct_link is not None and box.exec("echo ok").output == "ok\n"
         (impostor,) = impostors
         impostor.settimeout(5)
         assert impostor.recv(4096) == b""  # closed by the host, the key never sent

@@ -50,6 +50,7 @@ from swe_gym.sandbox.create import FORKED_FROM
 from swe_gym.sandbox.delta import read_delta
 from swe_gym.sandbox.images import ImageRewriter
 from swe_gym.sandbox.images import split_tag as _split_tag
+from swe_gym.sandbox.links import FdLink, StreamLink
 from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.protocol import SandboxBackend
 from swe_gym.sandbox.providers import direct_channel
@@ -160,7 +161,7 @@ class DockerSandbox(RunnerSandbox):
         self.container_id = container_id
         self._api = api
         self._direct = direct
-        self._direct_writer: asyncio.StreamWriter | None = None
+        self._direct_link: FdLink | None = None
         self._protocol: _AttachProtocol | None = None
         self._keepalive: Any = None
         self.fork_image: str | None = None  # the image a fork committed for this container, removed with it
@@ -186,7 +187,7 @@ class DockerSandbox(RunnerSandbox):
         loop = asyncio.get_running_loop()
         _, self._protocol = await loop.create_connection(lambda: _AttachProtocol(reader), sock=raw.dup())
         if self._direct is None:
-            self.attach(RunnerChannel(reader, self._protocol, self._describe))
+            self.attach(RunnerChannel(StreamLink(reader, self._protocol), self._describe))
         try:
             await asyncio.to_thread(api.start, self.container_id)
         except docker.errors.APIError as exc:
@@ -215,12 +216,12 @@ class DockerSandbox(RunnerSandbox):
                 f"the runner of container {self.id} could not connect to this host's socket (an engine that does not "
                 f"share this host's files?); {self._describe()}"
             )
-        reader, self._direct_writer = await asyncio.open_connection(sock=connection, limit=1 << 20)
-        self.attach(RunnerChannel(reader, self._direct_writer, self._describe))
+        self._direct_link = FdLink(connection.fileno(), connection.fileno(), connection.close)
+        self.attach(RunnerChannel(self._direct_link, self._describe))
 
     async def _terminate(self) -> None:
-        if self._direct_writer is not None:
-            self._direct_writer.close()
+        if self._direct_link is not None:
+            self._direct_link.close()
         if self._direct is not None:
             self._direct.close()
         if self._protocol is not None and self._protocol.transport is not None:

@@ -33,6 +33,7 @@ from swe_gym.sandbox import labels as lbl
 from swe_gym.sandbox.backend import RunnerSandbox
 from swe_gym.sandbox.channel import RunnerChannel
 from swe_gym.sandbox.checkpoints import SandboxCheckpoint
+from swe_gym.sandbox.links import FdLink
 from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.providers.cgroups import Cgroup, cgroup_dirs_for, join_command, sandbox_group_names
 from swe_gym.sandbox.spec import SandboxSpec
@@ -70,6 +71,7 @@ class ProcessSandbox(RunnerSandbox):
         self.home = home
         self._cgroup = cgroup
         self._proc: asyncio.subprocess.Process | None = None
+        self._link: FdLink | None = None
 
     def _describe(self) -> str:
         log_path = self.home / "runner.log"
@@ -80,27 +82,39 @@ class ProcessSandbox(RunnerSandbox):
         )
 
     async def spawn_runner(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
-        """Start the runner as ``argv`` (in ``cwd``, with ``env``), its stdin/stdout the channel: for `boot`."""
+        """Start the runner as ``argv`` (in ``cwd``, with ``env``), its stdin/stdout the channel: for `boot`.
+
+        The pipes are ours, not asyncio's (an `FdLink`), so a step can use them right in the caller's thread."""
 
         async def adopt(proc: asyncio.subprocess.Process) -> None:
             self._proc = proc  # cancelled halfway: `_terminate` (via `boot`) still finds it
 
-        with open(self.home / "runner.log", "wb") as errlog:
-            spawn = asyncio.create_subprocess_exec(
-                *join_command(self._cgroup, argv),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=errlog,
-                env=env,
-                cwd=cwd,
-                start_new_session=True,
-            )
-            self._proc = await guarded(spawn, adopt)
+        to_runner, from_runner = os.pipe(), os.pipe()
+        try:
+            with open(self.home / "runner.log", "wb") as errlog:
+                spawn = asyncio.create_subprocess_exec(
+                    *join_command(self._cgroup, argv),
+                    stdin=to_runner[0],
+                    stdout=from_runner[1],
+                    stderr=errlog,
+                    env=env,
+                    cwd=cwd,
+                    start_new_session=True,
+                )
+                self._proc = await guarded(spawn, adopt)
+        except BaseException:
+            os.close(to_runner[1])
+            os.close(from_runner[0])
+            raise
+        finally:
+            os.close(to_runner[0])
+            os.close(from_runner[1])
+        link = FdLink(from_runner[0], to_runner[1], lambda: (os.close(from_runner[0]), os.close(to_runner[1])))
+        self._link = link
         meta = json.loads((self.home / "meta.json").read_text())
         meta.update(runner_pid=self._proc.pid, runner_start=_start_time(self._proc.pid))
         (self.home / "meta.json").write_text(json.dumps(meta))
-        assert self._proc.stdout is not None and self._proc.stdin is not None
-        self.attach(RunnerChannel(self._proc.stdout, self._proc.stdin, self._describe, self._exited))
+        self.attach(RunnerChannel(link, self._describe, self._exited))
 
     @contextlib.asynccontextmanager
     async def still(self) -> AsyncIterator[None]:
@@ -148,14 +162,15 @@ class ProcessSandbox(RunnerSandbox):
 
     async def _terminate(self) -> None:
         proc = self._proc
-        if proc is not None and proc.returncode is None and proc.stdin is not None:
-            # EOF first: the runner exits and the container runtime tears down cleanly.
-            proc.stdin.close()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(GRACEFUL_EXIT_S):
-                    await proc.wait()
-        # Then everything in the sandbox's cgroup: a child orphaned while starting up would
-        # otherwise keep our pipes open, and asyncio's wait() only returns once they are closed.
+        if self._link is not None:
+            # EOF first: the runner exits and the container runtime tears down cleanly (where a call is under way
+            # in another thread, the pipes close when it ends: the kill below ends it).
+            self._link.close()
+            if proc is not None and proc.returncode is None:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(GRACEFUL_EXIT_S):
+                        await proc.wait()
+        # Then everything in the sandbox's cgroup: a child orphaned while starting up would otherwise live on.
         if self._cgroup is not None:
             await offload(self._cgroup.kill_all)
         if proc is not None and proc.returncode is None:
