@@ -49,6 +49,13 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 Reset = tuple[str, dict[str, Any]]
 
 
+def _bash_command(call: ToolCall) -> str:
+    command = call.arguments.get("command")
+    if not isinstance(command, str) or set(call.arguments) - {"command"}:
+        raise ToolCallError('bash takes one argument, "command", a string')
+    return command
+
+
 def _with_call(result: StepResult, call: ToolCall) -> StepResult:
     """The step's result, its info naming the tool call it answered (for tool-role replies)."""
     result[4].update(tool=call.name, tool_call_id=call.id)
@@ -257,15 +264,33 @@ class Episode:
             if call.name not in tools:
                 raise ToolCallError(f"unknown tool {call.name!r}; this env's tools: {', '.join(tools)}")
             if call.name == BASH:
-                command = call.arguments.get("command")
-                if not isinstance(command, str) or set(call.arguments) - {"command"}:
-                    raise ToolCallError('bash takes one argument, "command", a string')
-                return _with_call(await self.step(command), call)
+                return _with_call(await self.step(_bash_command(call)), call)
             if call.name == SUBMIT_TOOL:
                 return _with_call(await self.step(SUBMIT), call)
         except ToolCallError as exc:
             return await self._tool_error(str(exc), call.id)
         return _with_call(await self._edit(call.arguments), call)
+
+    def act_here(self, action: Any) -> StepResult | Coroutine[Any, Any, StepResult] | None:
+        """`act` in the calling thread, for a well-formed bash call (`step_here`); None for anything else, with
+        nothing done (then `act`)."""
+        try:
+            call = as_tool_call(action)
+            if call.name != BASH or BASH not in (self.settings.options.tools or ()):
+                return None
+            command = _bash_command(call)
+        except ToolCallError:
+            return None
+        outcome = self.step_here(command)
+        if outcome is None:
+            return None
+        if not inspect.iscoroutine(outcome):
+            return _with_call(outcome, call)
+
+        async def finished() -> StepResult:
+            return _with_call(await outcome, call)
+
+        return finished()
 
     async def _edit(self, arguments: dict[str, Any]) -> StepResult:
         if self.done or self.sandbox is None:

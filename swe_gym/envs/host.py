@@ -339,13 +339,14 @@ class EpisodeHost:
 
     def act_here(self, key: Key, action: Any) -> StepResult:
         """`act`, called from the caller's thread (`call`'s): a bash command runs over its sandbox's channel right
-        there (`Episode.step_here`), with no hop onto swe_gym's loop and back, and only what must (grading a last
-        step, a dead sandbox, tool calls, a channel that cannot block) goes through the loop."""
+        there (`Episode.step_here`; a bash tool call too, `Episode.act_here`), with no hop onto swe_gym's loop and
+        back; only what must (grading a last step, a dead sandbox, an editor call, a channel that cannot block) goes
+        through the loop."""
         episode = self.episodes.get(key)
-        if episode is None or self.config.tools is not None or self.closed or in_loop_thread():
+        if episode is None or self.closed or in_loop_thread():
             return self.call(self.act(key, action))
         try:
-            outcome = episode.step_here(as_command(action))
+            outcome = episode.step_here(as_command(action)) if self.config.tools is None else episode.act_here(action)
         except Exception:
             if self.closed:  # closed from another thread while the command ran (that is what ended it)
                 raise self._cancelled() from None

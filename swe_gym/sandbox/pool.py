@@ -120,12 +120,16 @@ class SandboxPool:
             ready = await self._take_ready(source.spec, n, checked=False)
         forks: list[AsyncSandbox] = []
         if ready:
-            # Whether each is still alive is asked while the copy goes in (a dead one is dropped after).
+            # Whether each is still alive is asked while the copy goes in (a dead one is dropped after), unless the
+            # copy went through each one's runner: then each answered it.
             replay = provider.fork_into(source.backend, [box.backend for box in ready])
             try:
-                replayed, alive = await _held(
-                    ready, asyncio.gather(replay, asyncio.gather(*(box.status() for box in ready)))
-                )
+                if provider.replays_through_runners:
+                    replayed, alive = await _held(ready, replay), [RUNNING] * len(ready)
+                else:
+                    replayed, alive = await _held(
+                        ready, asyncio.gather(replay, asyncio.gather(*(box.status() for box in ready)))
+                    )
             except SandboxError as exc:
                 log.warning("a fork into the pool's sandboxes failed (%s); forking anew", exc)
                 replayed, alive = False, []

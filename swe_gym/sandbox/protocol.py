@@ -138,6 +138,10 @@ class PoolForker(Protocol):
     means the copy failed and the targets must not be used.
     """
 
+    #: Whether the copy goes into each target through its own runner (docker: the layer replayed by it), so a target
+    #: it reached is known alive; otherwise (local: the host writes the files) the caller asks each meanwhile.
+    replays_through_runners: bool
+
     async def fork_into(self, sandbox: SandboxBackend, targets: list[SandboxBackend]) -> bool: ...
 
 

@@ -139,3 +139,34 @@ def test_a_call_in_the_callers_thread_gives_way_and_the_loop_waits_its_turn() ->
         thread.join(timeout=30)
         assert done["slow"] <= done["waited"]
         assert box.exec("test -e /tmp/refused || echo never-ran").output == "never-ran\n"
+
+
+def test_a_bash_tool_call_skips_the_loop_too() -> None:
+    """With ``tools``, a bash call goes over the channel in the caller's thread; an editor call, a malformed call
+    and submit go through the loop (their results as before)."""
+    config, _ = provider_setup("local")
+    env = gym.make("swe_gym/SWE-v0", provider=config, tools=["bash", "str_replace_editor", "submit"])
+    try:
+        env.reset(seed=0)
+        backend = env.unwrapped.sandbox.backend  # type: ignore[attr-defined]
+        through_loop: list[str] = []
+        inner = backend._call
+
+        async def counted(header: dict[str, Any], payload: bytes = b"", **kw: Any) -> Any:
+            through_loop.append(header["op"])
+            return await inner(header, payload, **kw)
+
+        backend._call = counted  # type: ignore[method-assign]
+        call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "echo hi"}'}}
+        observation, _, _, _, info = env.step(call)
+        assert observation == "hi\n" and info["tool_call_id"] == "c1" and info["tool"] == "bash"
+        assert "exec" not in through_loop
+        bad = {"id": "c2", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": 1}'}}
+        observation, _, _, _, info = env.step(bad)
+        assert "bash takes one argument" in observation and info["tool_call_id"] == "c2"
+        view = {"command": "view", "path": "/tmp"}
+        edit = {"id": "c3", "type": "function", "function": {"name": "str_replace_editor", "arguments": view}}
+        observation, _, _, _, info = env.step(edit)
+        assert info["tool_call_id"] == "c3" and through_loop, observation  # the editor's calls went through the loop
+    finally:
+        env.close()

@@ -13,7 +13,7 @@ from swe_gym.sandbox import delta as delta_module
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.pool import SandboxPool
 from swe_gym.sandbox.protocol import PoolForker
-from tests.conftest import leftover_sandboxes, provider_setup
+from tests.conftest import kill_from_outside, leftover_sandboxes, provider_setup
 from tests.sandbox.test_provider_contract import DAEMON, DAEMON_RUNS
 
 #: Providers whose forks from the pool replay the changes in a pooled sandbox (the others fork anew).
@@ -90,6 +90,42 @@ def test_forks_from_the_pool_are_faithful_isolated_copies(isolated_provider: str
             await pool.close()
 
     run_sync(scenario())
+    assert not any(leftover_sandboxes().values())
+
+
+@pytest.mark.parametrize("provider", ["local", "docker"])
+def test_a_pooled_sandbox_that_died_is_never_a_fork(provider: str) -> None:
+    """A pooled sandbox killed from outside before the fork: the forks are whole copies all the same, none of them
+    the dead one (local asks each target meanwhile; docker's copy goes through each target's runner, so a dead one
+    fails the replay)."""
+    config, image = provider_setup(provider)
+    spec = SandboxSpec(image=image)
+
+    async def start() -> tuple[SandboxPool, AsyncSandbox, AsyncSandbox]:
+        pool = SandboxPool(config, size=2)
+        pool.prefetch([spec])
+        await pool.wait_ready()
+        source = await AsyncSandbox.create(spec, pool.provider)
+        await source.exec("echo state > f")
+        (queue,) = pool._ready.values()
+        return pool, source, queue[0][1]
+
+    async def fork(pool: SandboxPool, source: AsyncSandbox) -> list[AsyncSandbox]:
+        return await pool.fork(source, 2)
+
+    pool, source, victim = run_sync(start())
+    forks: list[AsyncSandbox] = []
+    try:
+        kill_from_outside(victim)
+        forks = run_sync(fork(pool, source))
+        assert len(forks) == 2 and victim not in forks
+        # local drops the dead one and replays into the other; on docker the failed replay forks both anew
+        assert pool.stats.forked == (1 if provider == "local" else 0)
+        assert [run_sync(box.read_file("f")) for box in forks] == [b"state\n"] * 2
+    finally:
+        for box in [*forks, source]:
+            run_sync(box.close())
+        run_sync(pool.close())
     assert not any(leftover_sandboxes().values())
 
 

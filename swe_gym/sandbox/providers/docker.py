@@ -263,6 +263,7 @@ class DockerProvider:
 
     #: A commit costs more than uploading a small repository; prepared images are for scrubbed histories.
     prepares_every_task = True
+    replays_through_runners = True
 
     name = "docker"
 

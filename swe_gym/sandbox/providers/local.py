@@ -235,6 +235,7 @@ class LocalProvider(HomeProvider):
     group_prefix = GROUP_PREFIX
     #: A saved home costs a copy of the repository once, and saves its upload in every reset.
     prepares_every_task = True
+    replays_through_runners = False
 
     def __init__(self, **options: object) -> None:
         self.config = LocalProviderConfig(**options)
