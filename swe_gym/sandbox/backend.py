@@ -148,7 +148,8 @@ class RunnerSandbox(ABC):
             async with self._busy.held():
                 reply = await channel.call(header, payload, timeout=timeout)
         except SandboxDiedError as exc:
-            raise self._died(exc) from None
+            self._died(exc)
+            raise
         self._known_dead = False
         return reply
 
@@ -160,7 +161,8 @@ class RunnerSandbox(ABC):
         try:
             reply = channel.call_here(header, payload, timeout=timeout)
         except SandboxDiedError as exc:
-            raise self._died(exc) from None
+            self._died(exc)
+            raise
         finally:
             self._busy.give()
         if reply is not None:
@@ -174,11 +176,10 @@ class RunnerSandbox(ABC):
         self.used = self.used or header["op"] != "ping"
         return self._channel
 
-    def _died(self, exc: SandboxDiedError) -> SandboxDiedError:
+    def _died(self, exc: SandboxDiedError) -> None:
         if self._known_dead and not isinstance(exc, ChannelTamperedError):
             exc.during_call = False  # an earlier call (or status ping) had found it dead already
         self._known_dead = True
-        return exc
 
     async def exec(
         self,

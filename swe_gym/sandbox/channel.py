@@ -99,12 +99,14 @@ class RunnerChannel:
             self._raise_found_dead()
             try:
                 async with asyncio.timeout(timeout):
-                    return await self._roundtrip(header, payload)
+                    reply, data = await self._roundtrip(header, payload)
             except Exception as exc:
                 raise self._fail(exc, timeout) from exc
             except BaseException as exc:  # cancelled: its reply may still come, never as the next one's
                 self._fail(exc, timeout)
                 raise
+        _checked(header, reply)  # a refusal is the runner's answer: the channel goes on
+        return reply, data
 
     def call_here(
         self, header: dict[str, Any], payload: bytes = b"", *, timeout: float | None = None
@@ -117,7 +119,7 @@ class RunnerChannel:
             self._raise_found_dead()
             deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
             try:
-                return self._roundtrip_here(header, payload, deadline)
+                reply, data = self._roundtrip_here(header, payload, deadline)
             except Exception as exc:
                 raise self._fail(exc, timeout) from exc
             except BaseException as exc:  # Ctrl-C: its reply may still come, never as the next one's
@@ -125,6 +127,8 @@ class RunnerChannel:
                 raise
         finally:
             self._turn.give()
+        _checked(header, reply)  # a refusal is the runner's answer: the channel goes on
+        return reply, data
 
     def _raise_found_dead(self) -> None:
         if self._failure is not None:  # found dead: the same error, not caused by this request
@@ -162,12 +166,9 @@ class RunnerChannel:
             raise BadFrame(f"a reply to another request (id {reply['id'][:40]!r}) came first")
         return mac, reply, raw
 
-    def _verified(
-        self, header: dict[str, Any], head: tuple[str, dict[str, Any], bytes], data: bytes
-    ) -> tuple[dict[str, Any], bytes]:
+    def _verified(self, head: tuple[str, dict[str, Any], bytes], data: bytes) -> tuple[dict[str, Any], bytes]:
         mac, reply, raw = head
         check_mac(self._key, REPLY_TAG, mac, reply, raw, data)
-        _checked(header, reply)
         return reply, data
 
     async def _roundtrip(self, header: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
@@ -177,7 +178,7 @@ class RunnerChannel:
         except OSError as exc:
             raise _FoundDead(repr(exc)) from exc
         head = self._reply_head(request_id, await self._link.line())
-        return self._verified(header, head, await self._link.exactly(head[1]["size"]))
+        return self._verified(head, await self._link.exactly(head[1]["size"]))
 
     def _roundtrip_here(self, header: dict[str, Any], payload: bytes, deadline: float) -> tuple[dict[str, Any], bytes]:
         link = self._link
@@ -190,7 +191,7 @@ class RunnerChannel:
         except OSError as exc:
             raise _FoundDead(repr(exc)) from exc
         head = self._reply_head(request_id, link.line_now(deadline))
-        return self._verified(header, head, link.exactly_now(head[1]["size"], deadline))
+        return self._verified(head, link.exactly_now(head[1]["size"], deadline))
 
 
 class CommandTransport(Protocol):

@@ -170,3 +170,23 @@ def test_a_bash_tool_call_skips_the_loop_too() -> None:
         assert info["tool_call_id"] == "c3" and through_loop, observation  # the editor's calls went through the loop
     finally:
         env.close()
+
+
+def test_a_refusal_is_an_answer_and_the_channel_goes_on() -> None:
+    """The runner refusing a request (a file that is not there, an op it does not know) is its answer, on either
+    path: an error for that call, and the next call is served."""
+    from swe_gym.errors import SandboxError
+
+    with make_sandbox("local") as box:
+        backend = box.aio.backend
+        assert isinstance(backend, RunnerSandbox)
+        for _ in range(2):
+            with pytest.raises(SandboxError, match="refused 'read'") as caught:
+                box.read_file("/nonexistent/file")
+            assert not isinstance(caught.value, SandboxDiedError)
+            with pytest.raises(SandboxError, match="refused 'no-such-op'") as caught:
+                backend._call_here({"op": "no-such-op"}, b"", timeout=10)
+            assert not isinstance(caught.value, SandboxDiedError)
+        result = backend.exec_here("echo still")
+        assert result is not None and result.output == "still\n"
+        assert box.exec("echo served").output == "served\n"
