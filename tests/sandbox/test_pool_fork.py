@@ -183,6 +183,15 @@ SAVED_CHANGES = (
 )
 
 
+def _same_tree(got: str, expected: str) -> None:
+    """``got`` lists what ``expected`` does; a failure names the differing lines (a diff of the whole listing would
+    take pytest minutes)."""
+    have, want = got.splitlines(), expected.splitlines()
+    missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
+    same = have == want  # out of the assert: pytest would diff the lists
+    assert same, f"missing {missing[:30]}; extra {extra[:30]}"
+
+
 def test_local_forks_from_a_saved_home_rewrite_only_what_changed() -> None:
     """A local image (`LocalProvider.commit`: a saved home): its pool's sandboxes start from copies, a fork from the
     pool gets exactly the source's tree (every entry, byte and time) with only its changes written, forks stay
@@ -216,7 +225,7 @@ def test_local_forks_from_a_saved_home_rewrite_only_what_changed() -> None:
             expected = (await source.exec(TREE)).output
             assert "moved/c.txt" in expected and "ALPHA" not in expected
             for fork in forks:
-                assert (await fork.exec(TREE)).output == expected
+                _same_tree((await fork.exec(TREE)).output, expected)
             for name, box in (("one", forks[0]), ("two", forks[1]), ("source", source)):
                 await box.exec(f"echo {name} > pkg/a.py; rm -rf other; echo {name} > /tmp/t")
             for name, box in (("one", forks[0]), ("two", forks[1]), ("source", source)):
@@ -228,7 +237,7 @@ def test_local_forks_from_a_saved_home_rewrite_only_what_changed() -> None:
             fork_of_fork = await pool.fork(forks[0], 1)  # a fork is of the image too: forked the same way
             forks += fork_of_fork
             assert pool.stats.forked == 3
-            assert (await fork_of_fork[0].exec(TREE)).output == (await forks[0].exec(TREE)).output
+            _same_tree((await fork_of_fork[0].exec(TREE)).output, (await forks[0].exec(TREE)).output)
         finally:
             await asyncio.gather(*(box.close() for box in [maker, *forks, *([source] if source else [])]))
             await pool.close()
