@@ -33,6 +33,19 @@ COMMANDS = [
 ]
 
 
+def _loop_calls(backend: RunnerSandbox) -> list[str]:
+    """The ops of every call ``backend`` makes through swe_gym's loop from now on (its ``_call`` wrapped)."""
+    ops: list[str] = []
+    inner = backend._call
+
+    async def counted(header: dict[str, Any], payload: bytes = b"", **kw: Any) -> Any:
+        ops.append(header["op"])
+        return await inner(header, payload, **kw)
+
+    backend._call = counted  # type: ignore[method-assign]
+    return ops
+
+
 @pytest.fixture(params=STREAM_PROVIDERS)
 def env(request: pytest.FixtureRequest) -> Iterator[gym.Env[str, str]]:
     config, image = provider_setup(request.param)
@@ -46,14 +59,7 @@ def test_a_step_skips_the_loop_and_observes_what_the_loop_path_observes(env: gym
     host = env.unwrapped.host  # type: ignore[attr-defined]
     backend = env.unwrapped.sandbox.backend  # type: ignore[attr-defined]
     assert isinstance(backend, RunnerSandbox)
-    through_loop: list[str] = []
-    inner = backend._call
-
-    async def counted(header: dict[str, Any], payload: bytes = b"", **kw: Any) -> Any:
-        through_loop.append(header["op"])
-        return await inner(header, payload, **kw)
-
-    backend._call = counted  # type: ignore[method-assign]
+    through_loop = _loop_calls(backend)
     for command in COMMANDS:
         here = env.step(command)
         assert through_loop == [], f"{command!r} went through the loop"
@@ -149,14 +155,7 @@ def test_a_bash_tool_call_skips_the_loop_too() -> None:
     try:
         env.reset(seed=0)
         backend = env.unwrapped.sandbox.backend  # type: ignore[attr-defined]
-        through_loop: list[str] = []
-        inner = backend._call
-
-        async def counted(header: dict[str, Any], payload: bytes = b"", **kw: Any) -> Any:
-            through_loop.append(header["op"])
-            return await inner(header, payload, **kw)
-
-        backend._call = counted  # type: ignore[method-assign]
+        through_loop = _loop_calls(backend)
         call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "echo hi"}'}}
         observation, _, _, _, info = env.step(call)
         assert observation == "hi\n" and info["tool_call_id"] == "c1" and info["tool"] == "bash"

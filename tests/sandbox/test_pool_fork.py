@@ -5,6 +5,8 @@ as a fork into a new sandbox."""
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -170,9 +172,16 @@ def test_a_short_pool_forks_the_rest_anew_and_a_big_change_forks_anew(
 
 
 #: A listing of everything under the workdir, /tmp and $HOME: type, mode, size, mtime, link target, content hash.
+#: Where the interpreter running swe_gym lives under /tmp (a checkout cloned there): the sandbox sees it bound into
+#: its /tmp, which is the host's, not the sandbox's own.
+_HOST_IN_TMP = sorted(
+    {Path(path).resolve().relative_to("/tmp").parts[0] for path in {sys.prefix, sys.base_prefix}
+     if Path(path).resolve().is_relative_to("/tmp")}
+)  # fmt: skip
+_PRUNE = "".join(f"-path ./{name} -prune -o " for name in _HOST_IN_TMP)
 TREE = (
-    "for d in . /tmp ~; do (cd $d && find . -printf '%y %m %s %T@ %l %p\\n' | sort "
-    "&& find . -type f -exec md5sum {} + | sort -k2); done"
+    f"for d in . /tmp ~; do (cd $d && find . {_PRUNE}-printf '%y %m %s %T@ %l %p\\n' | sort "
+    f"&& find . {_PRUNE}-type f -exec md5sum {{}} + | sort -k2); done"
 )
 #: Changes against a saved home: in place with an old mtime (the ctime catches it), deletions, a directory moved
 #: (its children keep their ctime, their paths are new), another put where one was, a link replaced by a file.
