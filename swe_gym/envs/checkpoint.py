@@ -9,18 +9,24 @@ fork of the saved one), until the checkpoint expires (its TTL) or is removed (`E
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from pydantic import Base64Bytes, BaseModel, ConfigDict, Field
 
 from swe_gym.envs.options import EnvOptions, HostConfig, TaskSelection
+from swe_gym.errors import ConfigError
 from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.facade import AsyncSandbox
 from swe_gym.sandbox.loop import run_sync
 from swe_gym.sandbox.protocol import SandboxProvider
 from swe_gym.tasks import SWETask
 from swe_gym.tools import EditorHistory
+
+#: What `SWEEnv.resume` takes: a handle, its ``model_dump()``, its JSON, or the path of a saved one.
+CheckpointLike: TypeAlias = "EpisodeCheckpoint | Mapping[str, Any] | str | bytes | os.PathLike[str]"
 
 #: Bumped when a field changes meaning; a handle of another version is refused with a clear error.
 VERSION = 1
@@ -66,6 +72,22 @@ class EpisodeCheckpoint(BaseModel):
     @classmethod
     def load(cls, path: str | Path) -> EpisodeCheckpoint:
         return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+    @classmethod
+    def of(cls, handle: CheckpointLike) -> EpisodeCheckpoint:
+        """``handle`` as a checkpoint, however it was kept: the model, its ``model_dump()`` (a dict), its JSON
+        (``str`` or ``bytes``, as ``model_dump_json`` wrote it), or the path of a file `save` wrote."""
+        if isinstance(handle, EpisodeCheckpoint):
+            return handle
+        if isinstance(handle, Mapping):
+            return cls.model_validate(handle)
+        if isinstance(handle, bytes | bytearray) or (isinstance(handle, str) and handle.lstrip().startswith("{")):
+            return cls.model_validate_json(handle)
+        if isinstance(handle, str | os.PathLike):
+            return cls.load(handle)
+        raise ConfigError(
+            f"a checkpoint is an EpisodeCheckpoint, its dict or JSON, or the path of a saved one; got {type(handle)}"
+        )
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.model_dump_json(), encoding="utf-8")

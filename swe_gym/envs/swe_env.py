@@ -12,12 +12,11 @@ import copy
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from swe_gym.envs.checkpoint import EpisodeCheckpoint
+from swe_gym.envs.checkpoint import CheckpointLike, EpisodeCheckpoint
 from swe_gym.envs.host import EpisodeHost, host_config
 from swe_gym.envs.spaces import env_spaces
 from swe_gym.errors import ConfigError
@@ -178,10 +177,10 @@ class SWEEnv(gym.Env[str, Any]):
         return self.host.call(self.host.checkpoint(SLOT, labels=labels, ttl_s=ttl_s))
 
     @classmethod
-    def resume(cls, checkpoint: EpisodeCheckpoint | str | Path, **overrides: Any) -> SWEEnv:
-        """A new env going on with the episode ``checkpoint`` saved (a handle, or the path of one saved), in any
-        process: its next ``step`` continues it (step count, observation, files, patch base) and is graded as it
-        would have been; a later ``reset`` starts a fresh episode, as usual. `resumed` holds its reset.
+    def resume(cls, checkpoint: CheckpointLike, **overrides: Any) -> SWEEnv:
+        """A new env going on with the episode ``checkpoint`` saved (a handle, its dict or JSON, or the path of one
+        saved), in any process: its next ``step`` continues it (step count, observation, files, patch base) and is
+        graded as it would have been; a later ``reset`` starts a fresh episode, as usual. `resumed` holds its reset.
 
         The env is built with the checkpoint's arguments (its task source, or the task alone for record sources;
         options; provider config) and ``overrides`` replacing any of them (e.g. ``provider=`` with secrets, or a
@@ -189,8 +188,7 @@ class SWEEnv(gym.Env[str, Any]):
         of the saved one). A checkpoint past its TTL or removed is a `CheckpointNotFoundError` (an expired one:
         `CheckpointExpiredError`), raised, never a masked or zero-reward episode.
         """
-        if not isinstance(checkpoint, EpisodeCheckpoint):
-            checkpoint = EpisodeCheckpoint.load(checkpoint)
+        checkpoint = EpisodeCheckpoint.of(checkpoint)
         env = cls(**{**checkpoint.env_arguments(), **overrides})
         try:
             env.resumed = env.host.call(env.host.resume(SLOT, checkpoint))

@@ -18,7 +18,7 @@ import swe_gym
 from swe_gym import SUBMIT, SWEEnv
 from swe_gym.cli.main import main
 from swe_gym.envs.checkpoint import EpisodeCheckpoint
-from swe_gym.errors import CheckpointExpiredError, CheckpointNotFoundError
+from swe_gym.errors import CheckpointExpiredError, CheckpointNotFoundError, ConfigError
 from swe_gym.sandbox import Sandbox, SandboxSpec, current_run_id, get_provider
 from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.loop import run_sync
@@ -74,7 +74,7 @@ def test_an_episode_resumes_after_its_process_is_killed(isolated_provider: str, 
         assert (reward, terminated, info["resolved"], info["step"]) == (1.0, True, True, 4)
     finally:
         env.close()
-    again = SWEEnv.resume(handle)  # not consumed: another episode from the same saved state
+    again = SWEEnv.resume(handle.model_dump())  # not consumed: another episode; the handle's dict works as well
     try:
         assert again.step("git diff --name-only")[0].split() == [first_file]
     finally:
@@ -130,4 +130,8 @@ def test_resume_of_a_dead_checkpoint_raises(env) -> None:
         SWEEnv.resume(expired)
     with pytest.raises(CheckpointNotFoundError, match="gone"):
         SWEEnv.resume(removed)
+    with pytest.raises(CheckpointExpiredError, match="expired"):  # its JSON, as a trainer kept it, reads the same
+        SWEEnv.resume(expired.model_dump_json().encode())
+    with pytest.raises(ConfigError, match="a checkpoint is"):
+        SWEEnv.resume(42)
     expired.remove()

@@ -114,23 +114,77 @@ def test_what_only_a_whole_copy_carries_is_refused(tmp_path: Path) -> None:
         shutil.rmtree(home)
 
 
-def test_a_source_that_swaps_a_directory_for_a_link_is_never_read_through_it(tmp_path: Path) -> None:
-    """A changed path whose parent became a symlink since it was found (processes still running in the source)
-    is read as absent, never through the link: no host file reaches a target."""
+def secret_changed(tmp_path: Path, content: str) -> tuple[Path, Path, Path, frozenset[str]]:
+    """A source home that wrote ``work/pkg/secret``, a target of the same base, an empty directory outside both,
+    and the source's changes."""
     base = make_base(tmp_path)
     home, target = tmp_path / "home", tmp_path / "target"
     primed = copy(base, home)
     copy(base, target)
-    (home / "work/pkg/secret").write_text("mine\n")
+    (home / "work/pkg/secret").write_text(content)
     found = home_delta.changes(home, primed)
     assert found is not None and "work/pkg/secret" in found.paths
     outside = tmp_path / "outside"
     outside.mkdir()
+    return home, target, outside, found.paths
+
+
+def test_a_source_that_swaps_a_directory_for_a_link_is_never_read_through_it(tmp_path: Path) -> None:
+    """A changed path whose parent became a symlink since it was found (processes still running in the source)
+    is read as absent, never through the link: no host file reaches a target."""
+    home, target, outside, paths = secret_changed(tmp_path, "mine\n")
     (outside / "secret").write_text("host secret\n")
     shutil.rmtree(home / "work/pkg")
     os.symlink(outside, home / "work/pkg")
-    home_delta.sync(home, [target], found.paths)
+    home_delta.sync(home, [target], paths)
     assert os.readlink(target / "work/pkg") == str(outside)  # the link itself is the source's
     assert (outside / "secret").read_text() == "host secret\n"  # nothing deleted or written through it
     files = [os.path.join(d, name) for d, _, names in os.walk(target) for name in names]  # links not followed
     assert not [path for path in files if os.path.isfile(path) and b"host" in Path(path).read_bytes()]
+
+
+def test_a_torn_read_of_the_source_never_writes_outside_a_target(tmp_path: Path, monkeypatch) -> None:
+    """A source whose process swaps a directory for a link between the reads of one sync (no freezer) gives a
+    torn listing: ``work/pkg`` read as a link out of the home, ``work/pkg/secret`` as a file below it. The target
+    gets the link, and the file is left out: nothing is written through the link."""
+    home, target, outside, paths = secret_changed(tmp_path, "agent bytes\n")
+    pkg, real = home / "work/pkg", home / "work/pkg.real"
+    os.rename(pkg, real)
+    os.symlink(outside, pkg)  # the change the walk did not see: work/pkg is now a link (a new inode)
+    paths |= {"work/pkg"}
+    read = home_delta._Tree.lstat
+
+    def racing(tree: home_delta._Tree, relative: str) -> os.stat_result | None:
+        """The source's process, swapping work/pkg just before each read of it or below it."""
+        if str(tree.home) == str(home) and relative.startswith("work/pkg"):
+            as_dir = relative != "work/pkg"
+            if as_dir == os.path.islink(pkg):
+                os.unlink(pkg) if as_dir else os.rename(pkg, real)
+                os.rename(real, pkg) if as_dir else os.symlink(outside, pkg)
+        return read(tree, relative)
+
+    monkeypatch.setattr(home_delta._Tree, "lstat", racing)
+    home_delta.sync(home, [target], paths)
+    assert os.listdir(outside) == []  # nothing written through the link
+    assert os.readlink(target / "work/pkg") == str(outside)  # the link as the source held it when read
+
+
+def test_a_change_across_more_directories_than_it_keeps_open(tmp_path: Path, monkeypatch) -> None:
+    """Directories are kept open up to a bound (a change across thousands must not run out of descriptors): past
+    it they are closed and reopened, and every target still ends as the source."""
+    monkeypatch.setattr(home_delta._Tree, "MAX_OPEN", 2)
+    base = make_base(tmp_path)
+    home, targets = tmp_path / "home", [tmp_path / "t0", tmp_path / "t1"]
+    primed = copy(base, home)
+    for target in targets:
+        copy(base, target)
+    for i in range(12):
+        deep = home / f"work/d{i}/e/f"
+        deep.mkdir(parents=True)
+        (deep / "g.txt").write_text(f"{i}\n")
+    shutil.rmtree(home / "work/pkg/sub")
+    found = home_delta.changes(home, primed)
+    assert found is not None
+    home_delta.sync(home, targets, found.paths)
+    for target in targets:
+        assert tree(target) == tree(home)

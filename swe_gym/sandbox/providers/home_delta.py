@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 import time
 from collections.abc import Iterator, Sequence
@@ -116,45 +115,33 @@ def _changes(home: Path, base: HomeBase) -> Changes | None:
     return Changes(frozenset(changed | (base.inodes.keys() - seen)))
 
 
-def _remove(path: str) -> bool:
-    """Delete ``path`` (a tree too), making read-only directories writable on the way as cp -a's copy may hold;
-    whether there was something."""
+class _Tree:
+    """A home whose entries are reached one directory at a time, each opened without following a symbolic link, so
+    no operation through it reaches outside the home: neither a read of a source whose processes still run (no
+    freezer) nor a write of a target whose tree a torn read of the source made inconsistent (a path listed as a
+    link and as a directory holding entries)."""
 
-    def unlock(func, failed, _exc):  # type: ignore[no-untyped-def]
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(failed), 0o700)
-        with contextlib.suppress(FileNotFoundError):
-            func(failed)
+    #: Directories kept open at once (a change across thousands of them must not run out of descriptors).
+    MAX_OPEN = 256
 
-    try:
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            shutil.rmtree(path, onerror=unlock)  # (onerror: Python 3.11 has no onexc)
-        else:
-            os.unlink(path)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-class _Source:
-    """Reads ``home``'s entries one directory at a time without following a symbolic link anywhere on the way, so
-    a source whose processes still run (no freezer) cannot point a read at the host's files."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
+    def __init__(self, home: Path | str) -> None:
+        self.home = str(home)
         self.dirs: dict[str, int] = {}
 
     def parent(self, relative: str) -> tuple[int, str]:
-        """(descriptor of the directory holding ``relative``, its name)."""
+        """(descriptor of the directory holding ``relative``, its name); an `OSError` where a parent is no
+        directory (ELOOP for a link, ENOTDIR) or is missing."""
         parent, _, name = relative.rpartition("/")
         if parent not in self.dirs:
-            above, below = self.parent(parent) if parent else (None, str(self.home))
+            if len(self.dirs) >= self.MAX_OPEN:
+                self.close()
+            above, below = self.parent(parent) if parent else (None, self.home)
             flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
             self.dirs[parent] = os.open(below, flags, dir_fd=above) if above is not None else os.open(below, flags)
         return self.dirs[parent], name
 
     def lstat(self, relative: str) -> os.stat_result | None:
-        """None where nothing is there (or a parent is no directory now: then nothing below it is copied)."""
+        """None where nothing is there (or a parent is no directory now: then nothing below it is reached)."""
         try:
             directory, name = self.parent(relative)
             return os.stat(name, dir_fd=directory, follow_symlinks=False)
@@ -165,17 +152,63 @@ class _Source:
                 return None
             raise
 
+    def forget(self, relative: str) -> None:
+        """Close the descriptors of ``relative`` and below (it is about to be removed or replaced)."""
+        for key in [key for key in self.dirs if key == relative or key.startswith(f"{relative}/")]:
+            os.close(self.dirs.pop(key))
+
+    def reachable(self, relative: str) -> bool:
+        """Whether every parent of ``relative`` is a directory (reached without following a link)."""
+        try:
+            self.parent(relative)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                return False
+            raise
+        return True
+
+    def remove(self, relative: str) -> bool:
+        """Delete ``relative`` (a tree too, made writable on the way as cp -a's copy may hold it read-only);
+        whether there was something. Nothing below a parent that is no directory is touched."""
+        if not self.reachable(relative):
+            return False
+        directory, name = self.parent(relative)
+        self.forget(relative)
+        return _remove_at(directory, name)
+
     def close(self) -> None:
         for descriptor in self.dirs.values():
             os.close(descriptor)
+        self.dirs.clear()
 
 
-def _owner(path: str, info: os.stat_result, now: os.stat_result | None = None) -> None:
+def _remove_at(directory: int, name: str) -> bool:
+    """Delete ``name`` of the open ``directory`` (a tree too: each level opened without following links)."""
+    try:
+        info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+        try:
+            if stat.S_IMODE(info.st_mode) & 0o700 != 0o700:
+                os.fchmod(below, 0o700)
+            for child in os.listdir(below):
+                _remove_at(below, child)
+        finally:
+            os.close(below)
+        os.rmdir(name, dir_fd=directory)
+    else:
+        os.unlink(name, dir_fd=directory)
+    return True
+
+
+def _owner(target: _Tree, relative: str, info: os.stat_result, now: os.stat_result) -> None:
     """The source's owner where it differs (which needs privilege; without it a copy keeps ours, as cp -a)."""
-    now = now or os.lstat(path)
     if (now.st_uid, now.st_gid) != (info.st_uid, info.st_gid):
+        directory, name = target.parent(relative)
         with contextlib.suppress(PermissionError):
-            os.chown(path, info.st_uid, info.st_gid, follow_symlinks=False)
+            os.chown(name, info.st_uid, info.st_gid, dir_fd=directory, follow_symlinks=False)
 
 
 #: Changed files up to this size are read from the source once for all targets.
@@ -183,26 +216,26 @@ SMALL_FILE = 1 << 20
 
 
 def _write(
-    source: _Source, relative: str, target: str, info: os.stat_result, content: bytes | None
+    source: _Tree, target: _Tree, relative: str, info: os.stat_result, content: bytes | None
 ) -> os.stat_result | None:
-    """``target`` made the entry ``relative`` of ``source`` is (a directory: made, its contents aside; ``content``:
-    a regular file's bytes, read once, or None to stream them); its mode and times are set by `sync` once the
-    children are in. Returns what was there and is kept (its metadata may still differ), None where an entry was
-    made (its parent's times move then). A regular file of the target stays its inode where it can (new inodes
-    are what costs most on a slow disk): left as it is when its bytes are the source's (git freshening a pack,
-    say), else rewritten in place."""
+    """``target``'s entry ``relative`` made what ``source``'s is (a directory: made, its contents aside;
+    ``content``: a regular file's bytes, read once, or None to stream them); its mode and times are set by `sync`
+    once the children are in. Returns what was there and is kept (its metadata may still differ), None where an
+    entry was made (its parent's times move then). A regular file of the target stays its inode where it can (new
+    inodes are what costs most on a slow disk): left as it is when its bytes are the source's (git freshening a
+    pack, say), else rewritten in place. Every call is relative to a parent opened without following links."""
     mode = info.st_mode
+    at, name = target.parent(relative)
     existing = None
     with contextlib.suppress(FileNotFoundError):
-        existing = os.lstat(target)
+        existing = os.stat(name, dir_fd=at, follow_symlinks=False)
     if stat.S_ISREG(mode) and existing is not None and stat.S_ISREG(existing.st_mode) and existing.st_nlink == 1:
-        if content is not None:
-            _rewrite_small(target, existing, content)
-        else:
-            directory, name = source.parent(relative)
-            reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
-            try:
-                writer = os.open(target, os.O_RDWR | os.O_NOFOLLOW)
+        writer = os.open(name, os.O_RDWR | os.O_NOFOLLOW, dir_fd=at)
+        try:
+            if content is not None:
+                _rewrite_small(writer, existing, content)
+            else:
+                reader = _open_source(source, relative)
                 try:
                     if existing.st_size != info.st_size or not _same_bytes(reader, writer):
                         os.ftruncate(writer, 0)
@@ -210,51 +243,52 @@ def _write(
                         os.lseek(writer, 0, os.SEEK_SET)
                         _copy_bytes(reader, writer)
                 finally:
-                    os.close(writer)
-            finally:
-                os.close(reader)
-        _owner(target, info, existing)
+                    os.close(reader)
+        finally:
+            os.close(writer)
+        _owner(target, relative, info, existing)
         return existing
     if stat.S_ISDIR(mode) and existing is not None and stat.S_ISDIR(existing.st_mode):
-        _owner(target, info, existing)
+        _owner(target, relative, info, existing)
         return existing
     if existing is not None:
-        _remove(target)
-    directory, name = source.parent(relative)
+        target.remove(relative)
     if stat.S_ISDIR(mode):
-        os.mkdir(target, 0o700)
+        os.mkdir(name, 0o700, dir_fd=at)
     elif stat.S_ISLNK(mode):
-        os.symlink(os.readlink(name, dir_fd=directory), target)
+        directory, source_name = source.parent(relative)
+        os.symlink(os.readlink(source_name, dir_fd=directory), name, dir_fd=at)
     elif stat.S_ISFIFO(mode):
-        os.mkfifo(target, 0o600)
+        os.mkfifo(name, 0o600, dir_fd=at)
     else:
-        writer = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        writer = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=at)
         try:
             if content is not None:
                 _write_all(writer, content)
             else:
-                reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+                reader = _open_source(source, relative)
                 try:
                     _copy_bytes(reader, writer)
                 finally:
                     os.close(reader)
         finally:
             os.close(writer)
-    _owner(target, info)
+    _owner(target, relative, info, os.stat(name, dir_fd=at, follow_symlinks=False))
     return None
 
 
-def _rewrite_small(target: str, existing: os.stat_result, content: bytes) -> None:
-    """``target`` (a regular file) holding ``content``, in place; untouched where it does already."""
-    writer = os.open(target, os.O_RDWR | os.O_NOFOLLOW)
-    try:
-        if existing.st_size == len(content) and os.read(writer, len(content) + 1) == content:
-            return
-        os.ftruncate(writer, 0)
-        os.lseek(writer, 0, os.SEEK_SET)
-        _write_all(writer, content)
-    finally:
-        os.close(writer)
+def _open_source(source: _Tree, relative: str) -> int:
+    directory, name = source.parent(relative)
+    return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+
+
+def _rewrite_small(writer: int, existing: os.stat_result, content: bytes) -> None:
+    """The open regular file ``writer`` holding ``content``, in place; untouched where it does already."""
+    if existing.st_size == len(content) and os.read(writer, len(content) + 1) == content:
+        return
+    os.ftruncate(writer, 0)
+    os.lseek(writer, 0, os.SEEK_SET)
+    _write_all(writer, content)
 
 
 def _write_all(writer: int, content: bytes) -> None:
@@ -263,12 +297,11 @@ def _write_all(writer: int, content: bytes) -> None:
         view = view[os.write(writer, view) :]
 
 
-def _read_small(source: _Source, relative: str, info: os.stat_result) -> bytes | None:
+def _read_small(source: _Tree, relative: str, info: os.stat_result) -> bytes | None:
     """A small regular file's bytes (None: stream it per target instead)."""
     if not stat.S_ISREG(info.st_mode) or info.st_size > SMALL_FILE:
         return None
-    directory, name = source.parent(relative)
-    reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+    reader = _open_source(source, relative)
     try:
         chunks = []
         while chunk := os.read(reader, SMALL_FILE + 1):
@@ -288,19 +321,6 @@ def _same_bytes(one: int, other: int) -> bool:
             return True
 
 
-def _below_dirs(home: str, relative: str) -> bool:
-    """Whether every parent of ``relative`` in ``home`` is a directory (no link a deletion would go through)."""
-    parent = os.path.dirname(relative)
-    while parent:
-        try:
-            if not stat.S_ISDIR(os.lstat(f"{home}/{parent}").st_mode):
-                return False
-        except FileNotFoundError:
-            return False
-        parent = os.path.dirname(parent)
-    return True
-
-
 def _copy_bytes(reader: int, writer: int) -> None:
     """In the kernel (reflinked where the file system can) on one file system; read and written across two."""
     try:
@@ -316,29 +336,51 @@ def _copy_bytes(reader: int, writer: int) -> None:
 def sync(source: Path, targets: Sequence[Path], paths: frozenset[str]) -> None:
     """Make each home of ``targets`` hold what ``source`` holds at ``paths`` (entries relative to the homes,
     each present in ``source`` or to be deleted); every other entry is already the same. Blocking; read ``source``
-    while nothing writes there."""
+    while nothing writes there. Whatever the source does meanwhile, nothing outside the targets is written and
+    nothing outside the source is read: an entry below one that is no directory (in the source as read, or in a
+    target as written) is left out."""
     order = sorted(paths, key=lambda p: (p.count("/"), p))  # parents before children
-    reader = _Source(source)
+    reader = _Tree(source)
     try:
         present = {relative: info for relative in order if (info := reader.lstat(relative)) is not None}
         small = {relative: _read_small(reader, relative, info) for relative, info in present.items()}
         parents = {relative: reader.lstat(relative) for relative in {os.path.dirname(p) for p in order} - {""}}
-        for target in map(str, targets):
-            moved = set()  # directories an entry was made in or removed from: their times go back too
-            for relative in reversed(order):  # deletions deepest first (a deleted parent takes its children)
-                if relative not in present and _below_dirs(target, relative) and _remove(f"{target}/{relative}"):
-                    moved.add(os.path.dirname(relative))
-            kept: dict[str, os.stat_result | None] = {}
-            for relative, info in present.items():
-                kept[relative] = _write(reader, relative, os.path.join(target, relative), info, small[relative])
-                if kept[relative] is None:
-                    moved.add(os.path.dirname(relative))
-            settle = dict(present)
-            settle.update((p, info) for p in moved - settle.keys() if (info := parents.get(p)) is not None)
-            for relative in sorted(settle, key=lambda p: (-p.count("/"), p)):  # children first
-                info, path, was = settle[relative], os.path.join(target, relative), kept.get(relative)
-                if not stat.S_ISLNK(info.st_mode) and (was is None or was.st_mode != info.st_mode):
-                    os.chmod(path, stat.S_IMODE(info.st_mode))
-                os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
+        for home in targets:
+            _sync_one(reader, _Tree(home), order, present, small, parents)
     finally:
         reader.close()
+
+
+def _sync_one(
+    source: _Tree,
+    target: _Tree,
+    order: list[str],
+    present: dict[str, os.stat_result],
+    small: dict[str, bytes | None],
+    parents: dict[str, os.stat_result | None],
+) -> None:
+    try:
+        moved = set()  # directories an entry was made in or removed from: their times go back too
+        for relative in reversed(order):  # deletions deepest first (a deleted parent takes its children)
+            if relative not in present and target.remove(relative):
+                moved.add(os.path.dirname(relative))
+        kept: dict[str, os.stat_result | None] = {}
+        for relative, info in present.items():
+            if not target.reachable(relative):
+                continue  # below an entry that is no directory here (a torn read of the source): left out
+            kept[relative] = _write(source, target, relative, info, small[relative])
+            if kept[relative] is None:
+                moved.add(os.path.dirname(relative))
+        settle = {relative: present[relative] for relative in kept}
+        settle.update((p, info) for p in moved - settle.keys() if (info := parents.get(p)) is not None)
+        for relative in sorted(settle, key=lambda p: (-p.count("/"), p)):  # children first
+            info, was = settle[relative], kept.get(relative)
+            now = target.lstat(relative)
+            if now is None or stat.S_IFMT(now.st_mode) != stat.S_IFMT(info.st_mode):
+                continue  # (a parent moved: the entry was left out above)
+            directory, name = target.parent(relative)
+            if not stat.S_ISLNK(info.st_mode) and (was is None or was.st_mode != info.st_mode):
+                os.chmod(name, stat.S_IMODE(info.st_mode), dir_fd=directory)
+            os.utime(name, ns=(info.st_atime_ns, info.st_mtime_ns), dir_fd=directory, follow_symlinks=False)
+    finally:
+        target.close()
