@@ -79,8 +79,9 @@ def test_branches_outlive_their_source(env: gym.Env) -> None:
 
 def test_vector_env_forks_sub_envs_from_live_ones() -> None:
     provider_setup("local")
-    envs = SWEVectorEnv(3, provider="local", autoreset_mode=AutoresetMode.DISABLED, max_steps=10, pool_size=2)
+    envs = SWEVectorEnv(3, provider="local", autoreset_mode=AutoresetMode.DISABLED, max_steps=10, pool_size=4)
     try:
+        envs.host.call(envs.host.settings.pool.wait_ready())  # filled: the reset takes two (its grading sandbox too)
         obs, infos = envs.reset(seed=0, options={"fork_from": [None, 0, 0]})  # 0 resets, then 1 and 2 fork it
         assert len(set(infos["instance_id"])) == 1 and obs[1] == obs[0] == obs[2]
         assert list(infos["_forked_from"]) == [False, True, True]
