@@ -67,11 +67,7 @@ class Cgroup:
             reason = str(exc)
         if not _warned:
             _warned = True
-            log.warning(
-                "local sandboxes run without pids/memory limits, and forks and checkpoints copy them without freezing "
-                "their processes: cgroups unusable (%s)",
-                reason,
-            )
+            log.warning("local sandboxes run without pids/memory limits: cgroups unusable (%s)", reason)
         return None
 
     @classmethod

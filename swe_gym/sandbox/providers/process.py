@@ -36,6 +36,7 @@ from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.links import FdLink
 from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.providers.cgroups import Cgroup, cgroup_dirs_for, join_command, sandbox_group_names
+from swe_gym.sandbox.providers.process_stop import StoppedTree, stop_below
 from swe_gym.sandbox.spec import SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -119,16 +120,32 @@ class ProcessSandbox(RunnerSandbox):
     @contextlib.asynccontextmanager
     async def still(self) -> AsyncIterator[None]:
         """Between two commands (`quiet`) and with every process of the sandbox frozen where its cgroup has a
-        freezer, so a daemon it left running cannot tear what the block reads of its files."""
+        freezer, else stopped by signals where they cannot leave its runner's tree (`stop_root`), so a daemon it left
+        running cannot tear what the block reads of its files, nor swap a link in under a copy."""
         async with self.quiet():
-            cgroup = self._cgroup
+            cgroup, stopped = self._cgroup, None
             frozen = cgroup is not None and await offload(cgroup.freeze)
+            root = None if frozen else self.stop_root()
+            if root is not None:
+
+                async def resume(tree: StoppedTree) -> None:
+                    tree.resume()
+
+                stopped = await guarded(offload(stop_below, root), resume)
             try:
                 yield
             finally:
+                # inline: a cancelled fork must not leave the source frozen or stopped
                 if frozen:
                     assert cgroup is not None
-                    cgroup.thaw()  # inline: a cancelled fork must not leave the source frozen
+                    cgroup.thaw()
+                if stopped is not None:
+                    stopped.resume()
+
+    def stop_root(self) -> int | None:
+        """The pid whose descendants are every process of this sandbox, and cannot leave its tree (then `still`
+        stops them where no freezer can), or None."""
+        return None
 
     async def copy_out(self, copies: Sequence[tuple[Sequence[Path], Path]], *, into: bool = False) -> None:
         """For a fork: copy each group of directories (of this sandbox's home) into its target directory, `still`.
