@@ -1,22 +1,18 @@
-"""`local` specifics: bwrap isolation, workspace removal, cleanup of leftovers, the unisolated warning, a fork's copy
-of a sandbox without a freezer."""
+"""`local` specifics: bwrap isolation, workspace removal, cleanup of leftovers, the unisolated warning."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import time
 from pathlib import Path
 
 import pytest
 
-from swe_gym.sandbox import Sandbox, SandboxSpec, current_run_id
+from swe_gym.sandbox import current_run_id
 from swe_gym.sandbox.loop import run_sync
-from swe_gym.sandbox.providers.cgroups import Cgroup
 from swe_gym.sandbox.providers.local import warn_unisolated
 from swe_gym.sandbox.registry import get_provider
-from tests.conftest import make_sandbox, provider_setup
+from tests.conftest import make_sandbox
 
 
 def test_bwrap_keeps_the_host_read_only() -> None:
@@ -62,39 +58,3 @@ def test_unisolated_fork_copies_workspace_and_home_to_a_new_directory() -> None:
             assert fork.exec('cat f "$HOME/rc"').output == "repo\ncfg\n"
             fork.exec("echo fork > f")
             assert source.exec("cat f").output == "repo\n"
-
-
-def test_without_a_freezer_a_fork_stops_the_daemons_it_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No usable cgroups (no freezer): `still` stops the sandbox's processes with signals while its files are
-    copied, a daemon detached with setsid included, and continues them after; the fork gets a consistent copy."""
-    provider_setup("local")
-    monkeypatch.setattr(Cgroup, "create", classmethod(lambda cls, name, resources: None))
-    with Sandbox.create(SandboxSpec(), "local") as box:
-        backend = box.aio.backend
-        assert backend._cgroup is None and backend.isolated
-        # (the sleep: the command's process group is killed as it ends, before setsid has run otherwise)
-        daemon = "(setsid bash -c 'while :; do echo x >> /tmp/grow; done' >/dev/null 2>&1 &); sleep 0.5"
-        assert box.exec(daemon).ok
-        grow = backend.home / "tmp" / "grow"
-
-        def size() -> int:
-            return grow.stat().st_size if grow.exists() else 0
-
-        async def watched() -> tuple[int, int, int]:
-            deadline = time.monotonic() + 30
-            while size() == 0 and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            async with backend.still():
-                first = size()
-                await asyncio.sleep(0.3)
-                second = size()
-            await asyncio.sleep(0.3)
-            return first, second, size()
-
-        first, second, after = run_sync(watched())
-        assert 0 < first == second < after  # still while held, running again after
-        with box.fork() as fork:
-            copied = fork.read_file("/tmp/grow")
-            assert copied and copied.endswith(b"x\n") and set(copied) <= set(b"x\n")
-        assert size() > after  # the source's daemon still runs
-        assert box.exec("echo alive").output == "alive\n"  # and its runner answers as before

@@ -61,7 +61,7 @@ from swe_gym.sandbox.backend import RUNNER_BOOTSTRAP, RUNNER_ENV, runner_source
 from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.loop import offload
 from swe_gym.sandbox.protocol import SandboxBackend
-from swe_gym.sandbox.providers import home_delta, process_stop
+from swe_gym.sandbox.providers import home_delta
 from swe_gym.sandbox.providers.cgroups import Cgroup
 from swe_gym.sandbox.providers.process import HomeProvider, ProcessSandbox, copy_tree, new_home, remove_home
 from swe_gym.sandbox.spec import ImageInfo, SandboxSpec
@@ -215,15 +215,6 @@ class LocalSandbox(ProcessSandbox):
     def network_isolated(self) -> bool:
         """Unisolated (no bwrap), commands share the host's network whatever the spec says."""
         return self.isolated and not self.spec.network
-
-    def stop_root(self) -> int | None:
-        """Under bwrap, the runner: PID 1 of the sandbox's PID namespace, so every process the sandbox starts
-        descends from it (orphans are reparented to it). Unisolated, a daemon can leave the tree: None."""
-        proc = self._proc
-        if not self.isolated or proc is None or proc.returncode is not None:
-            return None
-        runners = process_stop.children_of(proc.pid)  # bwrap --as-pid-1: its one child is the runner
-        return runners[0] if len(runners) == 1 else None
 
 
 async def _remove_tree(path: Path) -> None:

@@ -36,7 +36,7 @@ from swe_gym.sandbox.checkpoints import SandboxCheckpoint
 from swe_gym.sandbox.links import FdLink
 from swe_gym.sandbox.loop import guarded, offload
 from swe_gym.sandbox.providers.cgroups import Cgroup, cgroup_dirs_for, join_command, sandbox_group_names
-from swe_gym.sandbox.providers.process_stop import StoppedTree, stop_below
+from swe_gym.sandbox.providers.process_stop import StoppedTree, namespace_init, stop_below
 from swe_gym.sandbox.spec import SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -143,9 +143,13 @@ class ProcessSandbox(RunnerSandbox):
                     stopped.resume()
 
     def stop_root(self) -> int | None:
-        """The pid whose descendants are every process of this sandbox, and cannot leave its tree (then `still`
-        stops them where no freezer can), or None."""
-        return None
+        """The runner's pid (on this host) where it is PID 1 of the sandbox's PID namespace (``runner_protected``):
+        then every process the sandbox starts descends from it (orphans are reparented to it), and `still` stops
+        them where no freezer can. None otherwise (a daemon could leave the tree)."""
+        proc = self._proc
+        if not self.runner_protected or proc is None or proc.returncode is not None:
+            return None
+        return namespace_init(proc.pid)
 
     async def copy_out(self, copies: Sequence[tuple[Sequence[Path], Path]], *, into: bool = False) -> None:
         """For a fork: copy each group of directories (of this sandbox's home) into its target directory, `still`.

@@ -39,8 +39,23 @@ def _children() -> dict[int, list[int]]:
     return children
 
 
-def children_of(pid: int) -> list[int]:
-    return _children().get(pid, [])
+def _namespace_pid(pid: int) -> int | None:
+    """``pid``'s number in its innermost PID namespace (``NSpid``'s last field)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def namespace_init(pid: int) -> int | None:
+    """The first of ``pid`` and its descendants (parents first) that is PID 1 of its PID namespace: a sandbox's
+    runner under bwrap ``--as-pid-1`` or Apptainer ``--pid --no-init``, whose descendants are all of the
+    sandbox's processes. None where there is none."""
+    return next((found for found in [pid, *_below(pid)] if _namespace_pid(found) == 1), None)
 
 
 def _below(root: int) -> list[int]:
