@@ -188,3 +188,18 @@ def test_a_change_across_more_directories_than_it_keeps_open(tmp_path: Path, mon
     home_delta.sync(home, targets, found.paths)
     for target in targets:
         assert tree(target) == tree(home)
+
+
+def test_a_tree_deeper_than_python_recurses(tmp_path: Path) -> None:
+    """A change 1200 directories deep (a path a sandbox may make) replays like any other."""
+    base = make_base(tmp_path)
+    home, target = tmp_path / "home", tmp_path / "target"
+    primed = copy(base, home)
+    copy(base, target)
+    deep = "work/" + "/".join(["d"] * 1200)
+    subprocess.run(["mkdir", "-p", deep], cwd=home, check=True)  # (os.makedirs recurses as deep)
+    (home / deep / "leaf").write_text("bottom\n")
+    found = home_delta.changes(home, primed)
+    assert found is not None and f"{deep}/leaf" in found.paths
+    home_delta.sync(home, [target], found.paths)
+    assert (target / deep / "leaf").read_text() == "bottom\n"

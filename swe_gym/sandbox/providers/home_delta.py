@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import stat
 import time
@@ -135,9 +136,17 @@ class _Tree:
         if parent not in self.dirs:
             if len(self.dirs) >= self.MAX_OPEN:
                 self.close()
-            above, below = self.parent(parent) if parent else (None, self.home)
+            # Down from the deepest directory open already (iterative: a tree may be deeper than Python recurses).
+            missing = [parent]
+            while missing[-1] and missing[-1] not in self.dirs:
+                missing.append(missing[-1].rpartition("/")[0])
             flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-            self.dirs[parent] = os.open(below, flags, dir_fd=above) if above is not None else os.open(below, flags)
+            if missing[-1] not in self.dirs:  # "": the home itself
+                self.dirs[""] = os.open(self.home, flags)
+            for above, below in itertools.pairwise(reversed(missing)):
+                self.dirs[below] = os.open(below.rpartition("/")[2], flags, dir_fd=self.dirs[above])
+                if above and len(self.dirs) > self.MAX_OPEN:  # deep: keep the way down, not every step of it
+                    os.close(self.dirs.pop(above))
         return self.dirs[parent], name
 
     def lstat(self, relative: str) -> os.stat_result | None:

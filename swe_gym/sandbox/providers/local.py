@@ -427,7 +427,7 @@ class LocalProvider(HomeProvider):
         paths = frozenset().union(*(change.paths for change in found if change is not None))
         try:
             home_delta.sync(source.home, [box.home for box in targets], paths)
-        except OSError as exc:
+        except (OSError, RecursionError) as exc:  # (a target tree deeper than Python recurses to remove)
             raise SandboxError(f"copying the changes of sandbox {source.id} into a fork failed: {exc}") from exc
         return True
 
