@@ -296,3 +296,33 @@ def test_a_local_pool_of_no_image_serves_every_saved_home() -> None:
 
     run_sync(scenario())
     assert not any(leftover_sandboxes().values())
+
+
+#: A directory tree deeper than Python's recursion goes (os.walk, shutil.rmtree and a naive walk recurse).
+DEEP = "mkdir -p $(printf 'd/%.0s' $(seq 1200))leaf && echo bottom > $(printf 'd/%.0s' $(seq 1200))leaf/f"
+
+
+def test_a_tree_deeper_than_python_recurses_forks_and_goes(isolated_provider: str) -> None:
+    """A sandbox's commands can make a tree deeper than Python recurses: its forks from the pool are whole copies
+    all the same (replayed, or made anew where the replay cannot walk it), and closing leaves nothing behind."""
+    config, image = provider_setup(isolated_provider)
+    spec = SandboxSpec(image=image)
+
+    async def scenario() -> None:
+        pool = SandboxPool(config, size=2)
+        source = await AsyncSandbox.create(spec, pool.provider)
+        forks: list[AsyncSandbox] = []
+        try:
+            pool.prefetch([spec])
+            await pool.wait_ready()
+            assert (await source.exec(DEEP)).ok
+            forks = await pool.fork(source, 2)
+            for box in forks:
+                found = await box.exec("cat $(printf 'd/%.0s' $(seq 1200))leaf/f")
+                assert found.output == "bottom\n", found.output[-300:]
+        finally:
+            await asyncio.gather(*(box.close() for box in [*forks, source]))
+            await pool.close()
+
+    run_sync(scenario())
+    assert not any(leftover_sandboxes().values())

@@ -477,7 +477,8 @@ class DockerProvider:
         try:
             async with sandbox.quiet(), self._paused(sandbox):
                 delta = await asyncio.to_thread(read_delta, upper, sandbox.lower_dirs, None, (MOUNT.lstrip("/"),))
-        except (docker.errors.APIError, requests.RequestException, OSError) as exc:
+        except (docker.errors.APIError, requests.RequestException, OSError, RecursionError) as exc:
+            # (RecursionError: a tree deeper than os.walk recurses; the fork is made the usual way then)
             raise SandboxError(f"docker could not read the layer of container {sandbox.id} for a fork: {exc}") from exc
         if delta is None:
             return False
