@@ -67,10 +67,9 @@ from bench_common import (
     docker_parser,
     interleave,
     print_table,
-    write_json,
 )
 from grading_speed import load_task
-from providers import CONFIGS, PROVIDERS, full_leak_check, measurable, problem, start
+from providers import CONFIGS, PROVIDERS, finish, measurable, problem, start
 from real_image import DEFAULT_IMAGE as REAL_IMAGE
 from real_image import DEFAULT_ROW
 
@@ -351,32 +350,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     notes[name].append(line)
                     print(f"  {line}")
             print(f"  ({time.perf_counter() - started:.0f} s)", flush=True)
-    for name, reason in {**skipped, **{k: f"FAILED: {v}" for k, v in failed.items()}}.items():
-        print(f"{name:<16}{reason}")
-    leftover = full_leak_check(docker_checked=info["docker_server_version"] != "unknown")
-    leftover.update(fork_leftovers())
-    write_json(
-        args.json,
-        {
-            "machine": info,
-            "args": {k: str(v) for k, v in vars(args).items()},
-            "results": {
-                name: {
-                    part: {m.name: {"summary": vars(Summary.of(m.samples_ms)), "samples_ms": m.samples_ms} for m in ms}
-                    for part, ms in parts_.items()
-                }
-                for name, parts_ in results.items()
-            },
-            "verdicts": notes,
-            "skipped": skipped,
-            "failed": failed,
-            "leftover": leftover,
-        },
-    )
-    if not results and not failed:
-        return 2
-    return 1 if failed or any(n for key, n in leftover.items() if key != "managed_total") else 0
-
+    results_json = {
+        name: {
+            part: {m.name: {"summary": vars(Summary.of(m.samples_ms)), "samples_ms": m.samples_ms} for m in ms}
+            for part, ms in parts_.items()
+        }
+        for name, parts_ in results.items()
+    }
+    payload = {"results": results_json, "verdicts": notes}
+    return finish(args, info, payload, skipped, failed, measured=bool(results), leftover=fork_leftovers)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -428,6 +428,42 @@ def parse_args(argv: Sequence[str] | None = None) -> Any:
     return args
 
 
+def finish(
+    args: Any,
+    info: dict[str, Any],
+    payload: dict[str, Any],
+    skipped: dict[str, str],
+    failed: dict[str, str],
+    *,
+    measured: bool,
+    leftover: Callable[[], dict[str, int]] | None = None,
+) -> int:
+    """The end of a per-provider benchmark: the skipped and failed providers listed, the leak check (plus the
+    script's own ``leftover`` counts), the JSON written (``payload`` beside the machine, arguments, skipped, failed
+    and leftovers). The exit status: 2 where nothing could be measured, 1 on a failure or a leak, else 0."""
+    for name, reason in {
+        **{n: f"skipped: {r}" for n, r in skipped.items()},
+        **{n: f"FAILED: {r}" for n, r in failed.items()},
+    }.items():
+        print(f"{name:<16}{reason}")
+    found = full_leak_check(docker_checked=info["docker_server_version"] != "unknown")
+    found.update(leftover() if leftover is not None else {})
+    write_json(
+        args.json,
+        {
+            "machine": info,
+            "args": {k: str(v) for k, v in vars(args).items()},
+            **payload,
+            "skipped": skipped,
+            "failed": failed,
+            "leftover": found,
+        },
+    )
+    if not measured and not failed:
+        return 2  # nothing could be measured here
+    return 1 if failed or any(n for key, n in found.items() if key != "managed_total") else 0
+
+
 def measurable(names: Sequence[str], image: str, skipped: dict[str, str]) -> Iterator[str]:
     """The providers of ``names`` that can be measured here, each announced; the others go to ``skipped``."""
     for name in names:
@@ -480,26 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  ({name} took {time.perf_counter() - started:.0f} s)")
     if results:
         print_summary(results)
-    for name, reason in {
-        **{n: f"skipped: {r}" for n, r in skipped.items()},
-        **{n: f"FAILED: {r}" for n, r in failed.items()},
-    }.items():
-        print(f"{name:<13}{reason}")
-    leftover = full_leak_check(docker_checked=info["docker_server_version"] != "unknown")
-    write_json(
-        args.json,
-        {
-            "machine": info,
-            "args": {k: str(v) for k, v in vars(args).items()},
-            "providers": results_json(results),
-            "skipped": skipped,
-            "failed": failed,
-            "leftover": leftover,
-        },
-    )
-    if not results and not failed:
-        return 2  # nothing could be measured here
-    return 1 if failed or any(n for key, n in leftover.items() if key != "managed_total") else 0
+    return finish(args, info, {"providers": results_json(results)}, skipped, failed, measured=bool(results))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 Each script runs as a subprocess of the same interpreter (``sys.executable``), in sequence so they never compete for
 the machine, with its output streamed as it comes. Scripts: step_overhead, reset_pool, throughput, grading, soak,
 providers (which skips, with the reason, each sandbox provider this machine cannot run), then real_image (builds the
-real-size Django image), grading_speed and evaluate_vs_official on it, and fork (fork latency per provider, on the
-bundled tasks and that image).
+real-size Django image), grading_speed and evaluate_vs_official on it, fork (fork latency per provider, on the
+bundled tasks and that image), checkpoint (checkpoint and resume per provider) and step_floor (the step against
+its floor on local and docker).
 
 Run: ``python benchmarks/run_all.py [--only NAME ...] [--json-dir DIR]`` (about 12 minutes on 2 cores). With
 ``--json-dir`` each script also writes its raw numbers to ``DIR/<name>.json``. Exit status: 0 if every script exited
@@ -32,6 +33,8 @@ SCRIPTS = (
     "grading_speed",
     "evaluate_vs_official",
     "fork",
+    "checkpoint",
+    "step_floor",
 )
 #: Scripts that prepare rather than measure: no --json.
 PREPARES = {"real_image"}

@@ -197,9 +197,12 @@ def test_a_tree_deeper_than_python_recurses(tmp_path: Path) -> None:
     primed = copy(base, home)
     copy(base, target)
     deep = "work/" + "/".join(["d"] * 1200)
-    subprocess.run(["mkdir", "-p", deep], cwd=home, check=True)  # (os.makedirs recurses as deep)
-    (home / deep / "leaf").write_text("bottom\n")
-    found = home_delta.changes(home, primed)
-    assert found is not None and f"{deep}/leaf" in found.paths
-    home_delta.sync(home, [target], found.paths)
-    assert (target / deep / "leaf").read_text() == "bottom\n"
+    try:
+        subprocess.run(["mkdir", "-p", deep], cwd=home, check=True)  # (os.makedirs recurses as deep)
+        (home / deep / "leaf").write_text("bottom\n")
+        found = home_delta.changes(home, primed)
+        assert found is not None and f"{deep}/leaf" in found.paths
+        home_delta.sync(home, [target], found.paths)
+        assert (target / deep / "leaf").read_text() == "bottom\n"
+    finally:  # by rm, which goes as deep: pytest's own removal of old temporary directories recurses
+        subprocess.run(["rm", "-rf", str(home / "work/d"), str(target / "work/d")], check=True)
