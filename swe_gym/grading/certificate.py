@@ -96,7 +96,10 @@ class InstanceCertificate(BaseModel):
     twins: str | None = Field(
         default=None, description="the twin check under gold: how many graded tests ran a twin (all must have failed)"
     )
-    untwinned_tests: dict[str, str] = Field(default_factory=dict, description="graded tests with no twin, and why")
+    uncovered_tests: dict[str, str] = Field(
+        default_factory=dict,
+        description="graded tests without a check code under test cannot tell apart (no twin, or inverted), and why",
+    )
     gold_runs: list[RunResult] = Field(default_factory=list)
     empty_runs: list[RunResult] = Field(default_factory=list)
     passed: bool = False
@@ -355,7 +358,7 @@ class _Instance:
             errors=numbered("error"),
             flaky=flaky,
             twins=next((r.twins for r in self.reports["gold"] if r is not None), None),
-            untwinned_tests=next((r.untwinned_tests for r in self.reports["gold"] if r is not None), {}),
+            uncovered_tests=next((r.uncovered_tests for r in self.reports["gold"] if r is not None), {}),
             gold_runs=gold,
             empty_runs=empty,
             passed=not problems,
@@ -386,7 +389,11 @@ class _Validation:
             try:
                 async with asyncio.timeout(timeout_s):
                     report = await grade_async(
-                        task, patch, provider=self.provider, spec=self.spec, harness=self.harness  # type: ignore[arg-type]
+                        task,
+                        patch,
+                        provider=self.provider,
+                        spec=self.spec,
+                        harness=self.harness,  # type: ignore[arg-type]
                     )
                 result = _run_result(report, kind)
             except TimeoutError:

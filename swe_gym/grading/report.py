@@ -49,7 +49,10 @@ class GradeReport(BaseModel):
     tampering: bool = Field(default=False, description="the verdict is unresolved because tampering was detected")
     canary: str = Field(default="not run", description="'passed', 'not applicable', or why the canary check was off")
     twins: str = Field(default="not run", description="how many graded tests ran a twin, or why none did")
-    untwinned_tests: dict[str, str] = Field(default_factory=dict, description="graded tests with no twin, and why")
+    uncovered_tests: dict[str, str] = Field(
+        default_factory=dict,
+        description="graded tests without a check code under test cannot tell apart (no twin, or inverted), and why",
+    )
     control_run: bool = Field(default=False, description="the eval was also run without the patch to judge an anomaly")
     harness: str = Field(default="safe", description="'safe' (swe_gym's grader) or 'official' (run_evaluation's rules)")
     install: str = Field(default="", description="what became of the eval script's reinstall, and why")

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 
 from swe_gym.errors import ChannelTamperedError, GradingError, SandboxError, TaskError
-from swe_gym.grading import changes, eval_plan, site_check, tamper, twin_pass
+from swe_gym.grading import changes, eval_plan, site_check, tamper, twin_pass, twins
 from swe_gym.grading.eval_run import (
     EVAL_OUTPUT_BYTES,
     LOG_TAIL,
@@ -340,8 +340,8 @@ async def _control_kinds(
 
 #: (provider, image, instance, test patch) -> the test files twins are made from.
 _SOURCES: dict[tuple[str, str, str, str], twin_pass.TwinSources] = {}
-#: the same key -> graded tests whose twin passes under the gold patch (no check for them), or why unknown.
-_UNSOUND: dict[tuple[str, str, str, str], set[str]] = {}
+#: the same key and the perturbations -> graded tests whose twin passes under the gold patch (no check for them).
+_UNSOUND: dict[tuple[str, str, str, str, str], set[str]] = {}
 
 
 def _sources_key(task: SWETask, provider: ProviderLike, spec: SandboxSpec) -> tuple[str, str, str, str]:
@@ -401,37 +401,60 @@ async def _finish(*jobs: asyncio.Future[EvalRun]) -> None:
             log.error("a grading pass failed while the grading stopped", exc_info=outcome)
 
 
-def _merged(runs: list[EvalRun]) -> tuple[dict[str, TestStatus], dict[str, TestStatus]]:
-    """(each test's status from the passes that ran its original, the worst where both did; each twin's status)."""
+def _merged(
+    runs: list[EvalRun], plan: twin_pass.PassPlan | str, sources: twin_pass.TwinSources | None
+) -> tuple[dict[str, TestStatus], dict[str, TestStatus]]:
+    """(each test's status from the first pass that ran its original, each graded twin's status).
+
+    Every status a pass reports is attributed by the definition it resolves to, whatever form its id takes
+    (cut at a space by the parser, another parametrization, a docstring line): a status of a definition that
+    is twinned in that pass is the twin's, never a test's, so nothing a check adds reaches the verdict."""
     status: dict[str, TestStatus] = {}
     twin: dict[str, TestStatus] = {}
+    if isinstance(plan, str) or sources is None:
+        for run in runs:
+            for test, value in run.status.items():
+                status.setdefault(test, value)
+        return status, twin
+    keys = twins.index_tests({t for run in runs for t in run.status}, sources.post).of_test
     for run in runs:
+        twinned = {plan.def_of(t) for t in run.twins}
         for test, value in run.status.items():
-            if test in run.twins:
-                twin[test] = value
-            elif test not in status or (status[test].ok and not value.ok):
-                status[test] = value
+            if keys.get(test) in twinned:
+                if test in run.twins:
+                    twin[test] = value
+                continue
+            status.setdefault(test, value)
     return status, twin
 
 
 async def _unsound_twins(
-    task: SWETask, script: str | None, provider: ProviderLike, spec: SandboxSpec, pool: SandboxPool | None
+    task: SWETask,
+    script: str | None,
+    provider: ProviderLike,
+    spec: SandboxSpec,
+    pool: SandboxPool | None,
+    plan: twin_pass.PassPlan,
+    passed: list[str],
 ) -> set[str] | str:
-    """The graded tests whose twin passes under the gold patch (cached), or why that is unknown."""
-    key = _sources_key(task, provider, spec)
+    """Which of the graded tests in `passed`, twinned as in `plan`, have a twin that passes under the gold patch
+    too (cached per perturbation), or why that is unknown."""
+    choices = {k: c for t in passed if (k := plan.def_of(t)) and (c := plan.choices.get(k))}
+    key = (*_sources_key(task, provider, spec), json.dumps(sorted((k, c.literal, c.seed) for k, c in choices.items())))
     if key in _UNSOUND:
         return _UNSOUND[key]
     if not task.patch.strip():
         return set()  # nothing to validate against: every twin counts
-    plan = twin_pass.plan_passes(task, _SOURCES[key], every=True)
-    if isinstance(plan, str):
-        return plan
+    gold = twin_pass.plan_passes(task, _SOURCES[key[:4]], every=True, choices=plan.choices)
+    if isinstance(gold, str):
+        return gold
     chosen: asyncio.Future[_Pass] = asyncio.get_running_loop().create_future()
-    chosen.set_result(_Pass(plan.patches[0], plan.twinned[0]))
+    chosen.set_result(_Pass(gold.patches[0], gold.twinned[0]))
     run = await _eval(task, task.patch, script, provider, spec, pool, None, chosen)
     if run.infra or run.tampered or not run.applied:
         return run.infra or run.tampered or "the gold patch did not apply"
-    _UNSOUND[key] = {t for t in plan.twinned[0] if run.status.get(t) in twin_pass.PASSING}
+    twin = _merged([run], gold, _SOURCES[key[:4]])[1]
+    _UNSOUND[key] = {t for t in passed if twin.get(t) in twin_pass.PASSING}
     return _UNSOUND[key]
 
 
@@ -478,7 +501,7 @@ async def grade_safe(
         "install_log": run.install_log,
         "timings_s": run.timings,
         "twins": plan if isinstance(plan, str) else f"{sum(map(len, plan.twinned))} graded tests twinned in 2 passes",
-        "untwinned_tests": {} if isinstance(plan, str) else plan.missing,
+        "uncovered_tests": {} if isinstance(plan, str) else twin_pass.uncovered(plan),
     }
     if not run.empty and not run.applied:
         return GradeReport(instance_id=task.instance_id, duration_s=time.perf_counter() - started, **common)  # type: ignore[arg-type]
@@ -507,7 +530,7 @@ async def grade_safe(
             )
         if "canary" in problems:
             common["canary"] = f"off for this task (its harness fails it without any patch: {run.canary})"
-    status, twin_status = _merged(runs)
+    status, twin_status = _merged(runs, plan, _SOURCES.get(_sources_key(task, provider, spec)))
     graded = {*task.fail_to_pass, *task.pass_to_pass}
     # A twin passes honestly where its original fails (an inverted assertion that was false); both passing is
     # what no test run can show, unless the twin's assertions never run (the gold run tells).
@@ -517,7 +540,11 @@ async def grade_safe(
         if t in graded and value in twin_pass.PASSING and t in status and status[t].ok
     )
     if passed_twins:
-        unsound = await _unsound_twins(task, script, provider, spec, pool)
+        unsound = (
+            "no twins ran"
+            if isinstance(plan, str)
+            else await _unsound_twins(task, script, provider, spec, pool, plan, passed_twins)
+        )
         if isinstance(unsound, str):
             return masked_report(
                 task, f"a twin passed, and the gold run that validates twins failed: {unsound}", started, **common

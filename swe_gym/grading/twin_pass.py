@@ -33,7 +33,8 @@ _DIR = f"{SCRATCH}/twin"
 
 @dataclass(frozen=True)
 class TwinSources:
-    """The test patch's Python files before and after it (read in a sandbox at base), and its other sections."""
+    """The Python files of the task's tests before and after the test patch (read in a sandbox at base): those
+    the test patch changes and those other graded tests live in (unchanged by it); and its other sections."""
 
     base: dict[str, str | None]
     post: dict[str, str]
@@ -57,6 +58,12 @@ async def read_twin_sources(sandbox: AsyncSandbox, task: SWETask) -> TwinSources
     """
     sections = _sections(task.test_patch)
     paths = sorted(p for p in sections if p.endswith(".py"))
+    listing = await sandbox.exec(f"export {GIT_ENV}; git ls-files -z -- '*.py'", timeout=120, max_output_bytes=64 << 20)
+    if listing.exit_code != 0:
+        raise GradingError(f"could not list the repository's files: {listing.output[-300:]}")
+    graded = [*task.fail_to_pass, *task.pass_to_pass]
+    others = twins.files_of(graded, [p for p in listing.output.split("\0") if p])
+    paths = sorted({*paths, *(p for p in others if p not in sections)})
     if not paths:
         return TwinSources({}, {}, task.test_patch)
     await sandbox.write_file(f"{_DIR}/test.patch", task.test_patch.encode("utf-8", "surrogateescape"))
@@ -88,31 +95,57 @@ async def read_twin_sources(sandbox: AsyncSandbox, task: SWETask) -> TwinSources
 
 @dataclass(frozen=True)
 class PassPlan:
-    """The test patch of each pass, the graded ids whose twin runs in it, and the graded ids with no twin."""
+    """The test patch of each pass, the graded ids whose twin runs in it, how each twin is perturbed, and the
+    graded ids with no twin."""
 
     patches: tuple[str, str]
     twinned: tuple[frozenset[str], frozenset[str]]
     missing: dict[str, str]
+    choices: dict[str, twins.Choice]
+    index: twins.TwinIndex
+
+    def def_of(self, test_id: str) -> str | None:
+        return self.index.of_test.get(test_id)
 
 
-def plan_passes(task: SWETask, sources: TwinSources, *, every: bool = False) -> PassPlan | str:
-    """Split the twinnable definitions between two passes at random (``every``: all in the first), or say why
-    no twin can be made."""
+def plan_passes(
+    task: SWETask, sources: TwinSources, *, every: bool = False, choices: dict[str, twins.Choice] | None = None
+) -> PassPlan | str:
+    """Split the twinnable definitions between two passes at random (``every``: all in the first), each twin's
+    perturbation drawn at random too unless `choices` fixes it, or say why no twin can be made."""
     graded = [*task.fail_to_pass, *task.pass_to_pass]
     if not sources.post:
-        return "the task's test patch changes no Python test file"
+        return "no Python file holds the task's tests"
     try:
         index = twins.index_tests(graded, sources.post)
     except (SyntaxError, ValueError, RecursionError) as exc:
         return f"the test files could not be read for twins ({type(exc).__name__})"
     if not index.defs:
-        return "no graded test resolves to a function of the test patch's files"
+        return "no graded test resolves to a function of the task's test files"
     rng = random.Random(secrets.randbits(64))
     keys = sorted(index.defs)
     first = {k for k in keys if every or rng.random() < 0.5}
     halves = (first, set(keys) - first)
+    chosen = twins.choose(index, rng) if choices is None else choices
     patches = tuple(
-        twins.make_patch(sources.base, twins.render(sources.post, index, half)) + sources.verbatim for half in halves
+        twins.make_patch(sources.base, twins.render(sources.post, index, half, chosen)) + sources.verbatim
+        for half in halves
     )
     twinned = tuple(frozenset(t for t, k in index.of_test.items() if k in half) for half in halves)
-    return PassPlan(patches, twinned, dict(index.missing))  # type: ignore[arg-type]
+    return PassPlan(patches, twinned, dict(index.missing), chosen, index)  # type: ignore[arg-type]
+
+
+#: Why a graded test whose twin only inverts its assertions is not covered indistinguishably.
+INVERTED_ONLY = (
+    "no equality assertion with a literal expected value to perturb: its twin inverts its assertions, which code "
+    "reading the test's source can tell from a test"
+)
+
+
+def uncovered(plan: PassPlan) -> dict[str, str]:
+    """The graded tests of `plan` with no twin, or with only an inverted one, and why."""
+    found = dict(plan.missing)
+    for test_id, key in plan.index.of_test.items():
+        if not plan.index.defs[key].perturbable:
+            found[test_id] = INVERTED_ONLY
+    return found

@@ -1,12 +1,18 @@
-"""Twin tests: graded tests with their assertions inverted, to expose patches that forge test results.
+"""Twin tests: graded tests with an expected value perturbed, to expose patches that forge test results.
 
 The agent's patch changes code that the tests import, so it runs inside the test process and can force
-results (no-op ``runtest``, rewrite reports, make a runner swallow failures), possibly only for some
-tests. The grader therefore runs each graded test once as written and once as its *twin*: the same
-definition at the same place with every assertion inverted. Under a correct fix a twin fails; under a
-forger that forces results it passes. This module is the host-side part: it finds the definition behind
-each graded test id, rewrites chosen definitions surgically (every byte outside them is kept), and
-writes the patch that installs the rewritten files.
+results (no-op ``runtest``, rewrite reports, make a runner swallow failures), return objects that equal
+anything (``__eq__`` always true), or read the running test's source. The grader therefore runs each
+graded test once as written and once as its *twin*: the same definition at the same place with one
+expected value of an equality assertion (``assert f(x) == "2025-W01"``, ``assertEqual(r, 3)``) changed to
+another literal of the same type and shape (one character or digit, chosen at random per grading). Under
+a correct fix a twin fails; under a forger that makes tests pass, or an object equal to everything, it
+passes. The twin is an ordinary test of the task's kind: nothing in its source, name or place tells it
+from a test whose expected value happens to be that literal. A test with no literal expected value gets
+the older twin with its assertions inverted (`assert x` -> `assert not (x)`), which code that reads the
+test's source can tell apart; `TestDef.perturbable` says which kind a test gets. This module is the
+host-side part: it finds the definition behind each graded test id, rewrites chosen definitions
+surgically (every byte outside them is kept), and writes the patch that installs the rewritten files.
 
 Positions come from `ast`, whose columns count UTF-8 bytes, so all editing is done on UTF-8 bytes.
 """
@@ -16,6 +22,8 @@ from __future__ import annotations
 import ast
 import difflib
 import io
+import math
+import random
 import re
 import tokenize
 import warnings
@@ -50,8 +58,18 @@ class TestDef:
     key: str
     path: str
     qualname: str
-    #: Assertions the twin inverts; 0 means the twin only raises where the original would finish.
+    #: Assertions the inverted twin inverts; 0 means it only raises where the original would finish.
     inverted: int
+    #: Equality assertions with a literal expected value, one of which a perturbed twin changes (0: none).
+    perturbable: int = 0
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which literal expected value a perturbed twin changes (its index among the candidates) and how (a seed)."""
+
+    literal: int
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -346,8 +364,10 @@ class _Tests:
 
     def _pytest(self, test_id: str) -> list[_Found] | str:
         path, _, rest = test_id.partition("::")
-        if "[" in rest and rest.endswith("]"):
-            rest = rest[: rest.index("[")]  # parameters, which may hold anything
+        if "[" in rest:
+            # parameters, which may hold anything; swebench's parser cuts an id at its first space, so the
+            # closing bracket may be gone
+            rest = rest[: rest.index("[")]
         names = [name for name in rest.split("::") if name != "()"]
         if not (paths := self.matching(path)):
             return f"no test file matches {path}"
@@ -546,12 +566,159 @@ def _twin_edits(src: _Source, fn: _FuncDef) -> tuple[list[_Edit], int]:
     return edits, 0
 
 
+#: unittest's equality assertions: ``(first, second)``, either of which may be the expected value.
+_EQUALITY_METHODS = frozenset(
+    {
+        "assertEqual",
+        "assertEquals",
+        "failUnlessEqual",
+        "assertListEqual",
+        "assertTupleEqual",
+        "assertDictEqual",
+        "assertSetEqual",
+        "assertSequenceEqual",
+        "assertMultiLineEqual",
+        "assertCountEqual",
+        "assertAlmostEqual",
+        "assertAlmostEquals",
+    }
+)
+_CONTAINERS = (ast.Tuple, ast.List, ast.Set, ast.Dict)
+
+
+def _leaves(node: ast.expr) -> list[ast.Constant]:
+    """The constants of a literal expected value that a perturbation may change (none: not a literal)."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, bool | str | bytes) or (isinstance(value, int | float) and math.isfinite(value)):
+            return [node]
+        return []
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return _leaves(node.operand) if isinstance(node.operand, ast.Constant) else []
+    if isinstance(node, _CONTAINERS):
+        parts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
+        if not all(isinstance(part, ast.expr) and _is_literal(part) for part in parts):
+            return []
+        return [leaf for part in parts if part is not None for leaf in _leaves(part)]
+    return []
+
+
+def _is_literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.operand, ast.Constant)
+    if isinstance(node, _CONTAINERS):
+        parts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
+        return all(isinstance(part, ast.expr) and _is_literal(part) for part in parts)
+    return False
+
+
+def _expected(node: ast.AST) -> ast.expr | None:
+    """The literal expected value of an equality assertion run in a test's frame, if it has one."""
+    if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
+        test = node.test
+        if len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            sides = [test.comparators[0], test.left]
+        else:
+            return None
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _EQUALITY_METHODS:
+        if not isinstance(node.func.value, ast.Name) or len(node.args) < 2:
+            return None
+        if any(isinstance(arg, ast.Starred) for arg in node.args):
+            return None
+        sides = [node.args[1], node.args[0]]
+    else:
+        return None
+    return next((side for side in sides if _leaves(side)), None)
+
+
+def _candidates(fn: _FuncDef) -> list[ast.expr]:
+    """The literal expected values of the test's own frame, where a failure cannot be swallowed, in order."""
+    return [found for node in _frame(fn.body, guarded=True) if (found := _expected(node)) is not None]
+
+
+def _perturbed_text(text: str, value: object, rng: random.Random) -> str | None:
+    """`text` (one constant's source) with one character changed so that it reads as another value of its type;
+    a string whose every character is part of an escape (or none is there) gets one more before its closing quote."""
+    if isinstance(value, bool):
+        return "False" if value else "True"
+    positions = [i for i in range(len(text)) if "\\" not in text[max(0, i - 9) : i + 1]]
+    if isinstance(value, int | float):
+        digits = [i for i in positions if text[i].isdigit()]
+        # The most significant digit: a change there also fails an almost-equal comparison.
+        positions = digits[:1] if isinstance(value, float) else digits
+    rng.shuffle(positions)
+    edits = [(at, 1) for at in positions]
+    if isinstance(value, str | bytes):
+        edits.append((len(text) - (3 if text.endswith(('"""', "'''")) else 1), 0))
+    for at, width in edits:
+        for char in _replacements(text[at] if width else "", rng):
+            new = text[:at] + char + text[at + width :]
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    parsed = ast.literal_eval(new)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if type(parsed) is type(value) and parsed != value:
+                return new
+    return None
+
+
+def _replacements(char: str, rng: random.Random) -> list[str]:
+    """Characters of the same kind as `char` (another digit for a digit, ...), in random order."""
+    if char.isdigit():
+        pool = "0123456789"
+    elif char.isascii() and char.isupper():
+        pool = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    else:
+        pool = "abcdefghijklmnopqrstuvwxyz"
+    chars = [c for c in pool if c != char]
+    rng.shuffle(chars)
+    return chars
+
+
+def _perturb_edit(src: _Source, fn: _FuncDef, choice: Choice) -> _Edit | None:
+    """The edit changing one constant of the chosen literal expected value; None where none can be changed."""
+    candidates = _candidates(fn)
+    if not candidates:
+        return None
+    rng = random.Random(choice.seed)
+    literal = candidates[choice.literal % len(candidates)]
+    leaves = _leaves(literal)
+    rng.shuffle(leaves)
+    for leaf in leaves:
+        start, end = src.span(leaf)
+        text = src.data[start:end].decode()
+        new = _perturbed_text(text, leaf.value, rng)
+        if new is not None:
+            return start, end, new.encode()
+    return None
+
+
 def _apply(data: bytes, edits: Iterable[_Edit]) -> bytes:
     parts, pos = [], 0
     for start, end, text in sorted(edits, key=lambda edit: edit[:2]):
         parts += [data[pos:start], text]
         pos = end
     return b"".join([*parts, data[pos:]])
+
+
+def files_of(test_ids: Iterable[str], paths: Collection[str]) -> set[str]:
+    """The files among `paths` (a tree's Python files) that graded test ids can name: a pytest id's file, a
+    unittest/Django id's module (any of its splits into module and classes). Bare names name no file."""
+    tests = _Tests(dict.fromkeys(paths, ""))
+    found: set[str] = set()
+    for test_id in test_ids:
+        if "::" in test_id:
+            found.update(tests.matching(test_id.partition("::")[0]))
+        elif match := _UNITTEST.fullmatch(test_id):
+            dotted = match["where"].split(".")
+            for split in range(len(dotted) - 1, 0, -1):
+                rel = "/".join(dotted[:split])
+                found.update(tests.matching(rel + ".py") + tests.matching(rel + "/__init__.py"))
+    return found
 
 
 def index_tests(test_ids: Iterable[str], sources: Mapping[str, str]) -> TwinIndex:
@@ -567,21 +734,37 @@ def index_tests(test_ids: Iterable[str], sources: Mapping[str, str]) -> TwinInde
             continue
         if found.key not in defs:
             _, inverted = _twin_edits(tests.text(found.path), found.node)
-            defs[found.key] = TestDef(found.key, found.path, found.qualname, inverted)
+            perturbable = len(_candidates(found.node))
+            defs[found.key] = TestDef(found.key, found.path, found.qualname, inverted, perturbable)
         of_test[test_id] = found.key
     return TwinIndex(defs, of_test, missing)
 
 
-def render(sources: Mapping[str, str], index: TwinIndex, keys: Collection[str]) -> dict[str, str]:
-    """Every source, with the definitions of `keys` replaced by their twins and all other bytes kept."""
+def choose(index: TwinIndex, rng: random.Random) -> dict[str, Choice]:
+    """A random perturbation for each definition that has a literal expected value."""
+    return {
+        key: Choice(rng.randrange(d.perturbable), rng.getrandbits(64)) for key, d in index.defs.items() if d.perturbable
+    }
+
+
+def render(
+    sources: Mapping[str, str], index: TwinIndex, keys: Collection[str], choices: Mapping[str, Choice] | None = None
+) -> dict[str, str]:
+    """Every source, with the definitions of `keys` replaced by their twins and all other bytes kept: perturbed
+    as `choices` says for those it names, inverted for the others."""
     tests = _Tests(sources)
     chosen: dict[str, list[str]] = {}
     for key in dict.fromkeys(keys):
-        chosen.setdefault(index.defs[key].path, []).append(index.defs[key].qualname)
+        chosen.setdefault(index.defs[key].path, []).append(key)
     rendered = dict(sources)
-    for path, qualnames in chosen.items():
+    for path, def_keys in chosen.items():
         src = tests.text(path)
-        edits = [edit for qual in qualnames for edit in _twin_edits(src, tests.definition(path, qual))[0]]
+        edits: list[_Edit] = []
+        for key in def_keys:
+            fn = tests.definition(path, index.defs[key].qualname)
+            choice = (choices or {}).get(key)
+            perturbed = _perturb_edit(src, fn, choice) if choice is not None else None
+            edits += [perturbed] if perturbed is not None else _twin_edits(src, fn)[0]
         rendered[path] = src.restore(_apply(src.data, edits))
     return rendered
 
