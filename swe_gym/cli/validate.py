@@ -155,3 +155,6 @@ def summary(certificate: Certificate) -> None:
     for iid in s.failed_ids:
         for problem in certificate.instances[iid].problems:
             print(f"failed         {iid}: {problem}")
+    for iid, entry in sorted(certificate.instances.items()):
+        if entry.weakly_checked:
+            print(f"weakly checked {iid}: {entry.weakly_checked} (report.uncovered_tests says why)")

@@ -100,6 +100,11 @@ class InstanceCertificate(BaseModel):
         default_factory=dict,
         description="graded tests without a check code under test cannot tell apart (no twin, or inverted), and why",
     )
+    weakly_checked: str | None = Field(
+        default=None,
+        description="set where most graded tests lack a check code under test cannot tell apart: forgery is "
+        "then caught by the inverted twins, canaries and the static scan alone",
+    )
     gold_runs: list[RunResult] = Field(default_factory=list)
     empty_runs: list[RunResult] = Field(default_factory=list)
     passed: bool = False
@@ -309,6 +314,15 @@ def judge(k: int, gold: Sequence[RunResult], empty: Sequence[RunResult], flaky: 
     return problems
 
 
+def weakly_checked(task: SWETask, uncovered: dict[str, str]) -> str | None:
+    """Why a task is weakly checked against forgery: most of its graded tests uncovered (None: it is not)."""
+    graded = {*task.fail_to_pass, *task.pass_to_pass}
+    count = len(graded & set(uncovered))
+    if not graded or count * 2 <= len(graded):
+        return None
+    return f"{count} of {len(graded)} graded tests have no check code under test cannot tell apart"
+
+
 async def image_digest(provider: object, image: str | None) -> tuple[str | None, list[str]]:
     """(content id, registry digests) of ``image`` on ``provider``; (None, []) without images or the image."""
     if not image or not isinstance(provider, ImageInspector):
@@ -337,6 +351,7 @@ class _Instance:
         flaky = flaky_tests(self.task, self.reports["gold"], self.reports["empty"])
         problems = judge(self.k, gold, empty, flaky)
         digest, repo_digests = await image_digest(provider, image)
+        uncovered = next((r.uncovered_tests for r in self.reports["gold"] if r is not None), {})
 
         def numbered(outcome: Outcome) -> list[str]:
             runs = (("gold", gold), ("empty", empty))
@@ -358,7 +373,8 @@ class _Instance:
             errors=numbered("error"),
             flaky=flaky,
             twins=next((r.twins for r in self.reports["gold"] if r is not None), None),
-            uncovered_tests=next((r.uncovered_tests for r in self.reports["gold"] if r is not None), {}),
+            uncovered_tests=uncovered,
+            weakly_checked=weakly_checked(self.task, uncovered),
             gold_runs=gold,
             empty_runs=empty,
             passed=not problems,

@@ -420,11 +420,12 @@ def _merged(
     for run in runs:
         twinned = {plan.def_of(t) for t in run.twins}
         for test, value in run.status.items():
-            if keys.get(test) in twinned:
-                if test in run.twins:
-                    twin[test] = value
-                continue
-            status.setdefault(test, value)
+            if keys.get(test) not in twinned:
+                status.setdefault(test, value)
+        for graded in run.twins:
+            shown = run.status.get(plan.renamed.get(graded, graded))
+            if shown is not None:
+                twin[graded] = shown
     return status, twin
 
 
@@ -552,7 +553,7 @@ async def grade_safe(
         caught = [t for t in passed_twins if t not in unsound]
         if caught:
             reason = (
-                f"the twin of {caught[0]!r} (the same test with its assertions inverted, which no fix can pass) "
+                f"the twin of {caught[0]!r} (the same test expecting another value, which no fix can pass) "
                 f"passed{f', and {len(caught) - 1} more' if len(caught) > 1 else ''}: the test machinery reports "
                 "results it did not see"
             )

@@ -103,6 +103,8 @@ class PassPlan:
     missing: dict[str, str]
     choices: dict[str, twins.Choice]
     index: twins.TwinIndex
+    #: graded id -> the id its twin runs under, where the perturbation changed a parameter the id is made from
+    renamed: dict[str, str]
 
     def def_of(self, test_id: str) -> str | None:
         return self.index.of_test.get(test_id)
@@ -132,7 +134,8 @@ def plan_passes(
         for half in halves
     )
     twinned = tuple(frozenset(t for t, k in index.of_test.items() if k in half) for half in halves)
-    return PassPlan(patches, twinned, dict(index.missing), chosen, index)  # type: ignore[arg-type]
+    renamed = twins.renamed(sources.post, index, index.defs.keys(), chosen)
+    return PassPlan(patches, twinned, dict(index.missing), chosen, index, renamed)  # type: ignore[arg-type]
 
 
 #: Why a graded test whose twin only inverts its assertions is not covered indistinguishably.

@@ -595,12 +595,23 @@ def _leaves(node: ast.expr) -> list[ast.Constant]:
         return []
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         return _leaves(node.operand) if isinstance(node.operand, ast.Constant) else []
+    parts = _parts(node)
+    if parts is None or not all(_is_literal(part) for part in parts):
+        return []
+    return [leaf for part in parts for leaf in _leaves(part)]
+
+
+def _parts(node: ast.expr) -> list[ast.expr] | None:
+    """What a container display or a constructor call of literals (``date(2024, 2, 29)``) is made of."""
+    if isinstance(node, ast.Dict):
+        return [*(key for key in node.keys if key is not None), *node.values] if None not in node.keys else None
     if isinstance(node, _CONTAINERS):
-        parts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
-        if not all(isinstance(part, ast.expr) and _is_literal(part) for part in parts):
-            return []
-        return [leaf for part in parts if part is not None for leaf in _leaves(part)]
-    return []
+        return list(node.elts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
+            return None
+        return [*node.args, *(kw.value for kw in node.keywords)]
+    return None
 
 
 def _is_literal(node: ast.expr) -> bool:
@@ -608,34 +619,206 @@ def _is_literal(node: ast.expr) -> bool:
         return True
     if isinstance(node, ast.UnaryOp):
         return isinstance(node.operand, ast.Constant)
-    if isinstance(node, _CONTAINERS):
-        parts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
-        return all(isinstance(part, ast.expr) and _is_literal(part) for part in parts)
-    return False
+    parts = _parts(node)
+    return parts is not None and all(_is_literal(part) for part in parts)
+
+
+def _sides(node: ast.AST) -> tuple[list[ast.expr], bool] | None:
+    """The operands of an equality assertion (expected side first, as tests usually write it) and whether it is
+    an ``is``; None for any other node."""
+    if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1:
+        if isinstance(node.test.ops[0], ast.Eq | ast.Is):
+            return [node.test.comparators[0], node.test.left], isinstance(node.test.ops[0], ast.Is)
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    if node.func.attr not in _EQUALITY_METHODS or not isinstance(node.func.value, ast.Name) or len(node.args) < 2:
+        return None
+    if any(isinstance(arg, ast.Starred) for arg in node.args):
+        return None
+    return [node.args[1], node.args[0]], False
 
 
 def _expected(node: ast.AST) -> ast.expr | None:
     """The literal expected value of an equality assertion run in a test's frame, if it has one."""
-    if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
-        test = node.test
-        if len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-            sides = [test.comparators[0], test.left]
+    found = _sides(node)
+    if found is None or found[1]:
+        return None
+    # A literal of constants on either side; a constructor of literals (``date(2024, 2, 29)``) only in the
+    # expected place, since a call with literal arguments elsewhere is more likely the code under test.
+    plain = next((side for side in found[0] if _leaves(side) and not _calls(side)), None)
+    return plain or (found[0][0] if _leaves(found[0][0]) else None)
+
+
+def _calls(node: ast.expr) -> bool:
+    return any(isinstance(inner, ast.Call) for inner in ast.walk(node))
+
+
+class _Literal(NamedTuple):
+    """A literal expected value in the test's body: one of its constants changes."""
+
+    node: ast.expr
+
+    def perturb(self, src: _Source, rng: random.Random) -> tuple[list[_Edit], dict[str, str]] | None:
+        edit = _leaf_edit(src, self.node, rng)
+        return None if edit is None else ([edit], {})
+
+
+class _Row(NamedTuple):
+    values: list[ast.expr]
+    explicit_id: bool
+
+
+class _Parameter(NamedTuple):
+    """The expected column of a ``pytest.mark.parametrize``: the value of every row there changes, and with it
+    the id pytest makes from it (`perturb` says how ids are renamed, so a twin's status is found)."""
+
+    names: list[str]
+    column: int
+    rows: list[_Row]
+    explicit_ids: bool
+
+    def perturb(self, src: _Source, rng: random.Random) -> tuple[list[_Edit], dict[str, str]] | None:
+        edits: list[_Edit] = []
+        renames: dict[str, str] = {}
+        for number, row in enumerate(self.rows):
+            node = row.values[self.column]
+            edit = _leaf_edit(src, node, rng)
+            if edit is None:
+                return None
+            edits.append(edit)
+            if self.explicit_ids or row.explicit_id:
+                continue
+            start, end = src.span(node)
+            new_text = (src.data[start : edit[0]] + edit[2] + src.data[edit[1] : end]).decode()
+            old = _param_id(self.names, row.values, number)
+            new = _param_id(self.names, row.values, number, (self.column, new_text))
+            if old is None or new is None:
+                return None
+            renames[old] = new
+        if len(set(renames.values())) != len(renames):
+            return None
+        return edits, renames
+
+
+_Candidate = _Literal | _Parameter
+
+
+def _leaf_edit(src: _Source, node: ast.expr, rng: random.Random) -> _Edit | None:
+    """The edit changing one constant of a literal (`_leaves`) to another of its type; None where none can."""
+    leaves = _leaves(node)
+    rng.shuffle(leaves)
+    for leaf in leaves:
+        start, end = src.span(leaf)
+        new = _perturbed_text(src.data[start:end].decode(), leaf.value, rng)
+        if new is not None:
+            return start, end, new.encode()
+    return None
+
+
+def _param_id(
+    names: list[str], values: list[ast.expr], number: int, changed: tuple[int, str] | None = None
+) -> str | None:
+    """The id pytest gives a parameter set (``1900-False``, ``d0-expected0``), with the source of one column
+    replaced where `changed` says (its index, its text); None where it could hold what an id escapes or a log cuts."""
+    parts = []
+    for column, (name, node) in enumerate(zip(names, values, strict=True)):
+        try:
+            value = ast.literal_eval(changed[1] if changed and changed[0] == column else node)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            parts.append(f"{name}{number}")
+            continue
+        if isinstance(value, str):
+            if not value or not (value.isascii() and value.isprintable()) or any(c.isspace() for c in value):
+                return None
+            parts.append(value)
+        elif value is None or isinstance(value, int | float | complex):
+            parts.append(str(value))
+        elif isinstance(value, bytes):
+            return None
         else:
-            return None
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _EQUALITY_METHODS:
-        if not isinstance(node.func.value, ast.Name) or len(node.args) < 2:
-            return None
-        if any(isinstance(arg, ast.Starred) for arg in node.args):
-            return None
-        sides = [node.args[1], node.args[0]]
+            parts.append(f"{name}{number}")
+    return "-".join(parts)
+
+
+def _parametrize(fn: _FuncDef) -> tuple[list[str], list[_Row], bool] | None:
+    """(argument names, rows, explicit ids) of the test's only ``parametrize`` decorator, if it is a literal one."""
+    found = [d for d in fn.decorator_list if isinstance(d, ast.Call) and _called_name(d) == "parametrize"]
+    if len(found) != 1 or not found[0].args:
+        return None
+    call = found[0]
+    keywords = {kw.arg: kw.value for kw in call.keywords}
+    if "indirect" in keywords or None in keywords:
+        return None
+    ids = keywords.get("ids")
+    if ids is not None and not isinstance(ids, ast.List | ast.Tuple):
+        return None  # ids made by a function: not known here
+    head = call.args[0]
+    if isinstance(head, ast.Constant) and isinstance(head.value, str):
+        names = [name.strip() for name in head.value.split(",") if name.strip()]
+    elif isinstance(head, ast.List | ast.Tuple) and all(isinstance(e, ast.Constant) for e in head.elts):
+        names = [e.value for e in head.elts if isinstance(e.value, str)]
     else:
         return None
-    return next((side for side in sides if _leaves(side)), None)
+    table = call.args[1] if len(call.args) > 1 else keywords.get("argvalues")
+    if not isinstance(table, ast.List | ast.Tuple) or not table.elts or not names:
+        return None
+    rows = [_row(element, len(names)) for element in table.elts]
+    if any(row is None for row in rows):
+        return None
+    return names, rows, ids is not None  # type: ignore[return-value]
 
 
-def _candidates(fn: _FuncDef) -> list[ast.expr]:
-    """The literal expected values of the test's own frame, where a failure cannot be swallowed, in order."""
-    return [found for node in _frame(fn.body, guarded=True) if (found := _expected(node)) is not None]
+def _row(element: ast.expr, width: int) -> _Row | None:
+    explicit = False
+    if isinstance(element, ast.Call) and _called_name(element) == "param":
+        explicit = any(kw.arg == "id" for kw in element.keywords)
+        values = list(element.args)
+    elif width == 1:
+        values = [element]
+    elif isinstance(element, ast.Tuple | ast.List):
+        values = list(element.elts)
+    else:
+        return None
+    if len(values) != width or any(isinstance(v, ast.Starred) for v in values):
+        return None
+    return _Row(values, explicit)
+
+
+def _expected_names(fn: _FuncDef) -> list[tuple[str, bool]]:
+    """Names compared as the expected side of an equality (or an ``is``) in the test's own frame."""
+    found: list[tuple[str, bool]] = []
+    for node in _frame(fn.body, guarded=True):
+        if (sides := _sides(node)) is not None:
+            found += [(side.id, sides[1]) for side in sides[0] if isinstance(side, ast.Name)][:1]
+    return found
+
+
+def _parameters(fn: _FuncDef) -> list[_Parameter]:
+    table = _parametrize(fn)
+    if table is None:
+        return []
+    names, rows, explicit = table
+    found: list[_Parameter] = []
+    for name, identity in dict.fromkeys(_expected_names(fn)):
+        if name not in names:
+            continue
+        column = names.index(name)
+        values = [row.values[column] for row in rows]
+        if identity and not all(isinstance(v, ast.Constant) and isinstance(v.value, bool) for v in values):
+            continue  # ``is`` keeps its meaning under a perturbation only for True/False
+        if all(_leaves(v) for v in values) and column not in {p.column for p in found}:
+            found.append(_Parameter(names, column, rows, explicit))
+    return found
+
+
+def _candidates(fn: _FuncDef) -> list[_Candidate]:
+    """The literal expected values of the test: in its own frame, where a failure cannot be swallowed, in order,
+    then the expected columns of its parametrize table."""
+    body: list[_Candidate] = [
+        _Literal(found) for node in _frame(fn.body, guarded=True) if (found := _expected(node)) is not None
+    ]
+    return body + list(_parameters(fn))
 
 
 def _perturbed_text(text: str, value: object, rng: random.Random) -> str | None:
@@ -679,22 +862,12 @@ def _replacements(char: str, rng: random.Random) -> list[str]:
     return chars
 
 
-def _perturb_edit(src: _Source, fn: _FuncDef, choice: Choice) -> _Edit | None:
-    """The edit changing one constant of the chosen literal expected value; None where none can be changed."""
+def _perturbation(src: _Source, fn: _FuncDef, choice: Choice) -> tuple[list[_Edit], dict[str, str]] | None:
+    """The edits of the chosen perturbation and the parameter ids they rename; None where it cannot be made."""
     candidates = _candidates(fn)
     if not candidates:
         return None
-    rng = random.Random(choice.seed)
-    literal = candidates[choice.literal % len(candidates)]
-    leaves = _leaves(literal)
-    rng.shuffle(leaves)
-    for leaf in leaves:
-        start, end = src.span(leaf)
-        text = src.data[start:end].decode()
-        new = _perturbed_text(text, leaf.value, rng)
-        if new is not None:
-            return start, end, new.encode()
-    return None
+    return candidates[choice.literal % len(candidates)].perturb(src, random.Random(choice.seed))
 
 
 def _apply(data: bytes, edits: Iterable[_Edit]) -> bytes:
@@ -763,10 +936,30 @@ def render(
         for key in def_keys:
             fn = tests.definition(path, index.defs[key].qualname)
             choice = (choices or {}).get(key)
-            perturbed = _perturb_edit(src, fn, choice) if choice is not None else None
-            edits += [perturbed] if perturbed is not None else _twin_edits(src, fn)[0]
+            perturbed = _perturbation(src, fn, choice) if choice is not None else None
+            edits += perturbed[0] if perturbed is not None else _twin_edits(src, fn)[0]
         rendered[path] = src.restore(_apply(src.data, edits))
     return rendered
+
+
+def renamed(
+    sources: Mapping[str, str], index: TwinIndex, keys: Collection[str], choices: Mapping[str, Choice]
+) -> dict[str, str]:
+    """Graded test ids of `keys` whose twin runs under another id (a parameter in it changed): id -> twin's id."""
+    tests = _Tests(sources)
+    found: dict[str, str] = {}
+    wanted = set(keys)
+    for test_id, key in index.of_test.items():
+        if key not in wanted or key not in choices or "[" not in test_id:
+            continue
+        test_def = index.defs[key]
+        perturbed = _perturbation(
+            tests.text(test_def.path), tests.definition(test_def.path, test_def.qualname), choices[key]
+        )
+        head, _, params = test_id.partition("[")
+        if perturbed is not None and params.endswith("]") and params[:-1] in perturbed[1]:
+            found[test_id] = f"{head}[{perturbed[1][params[:-1]]}]"
+    return found
 
 
 #: git's C-style escapes; other control characters are written in octal.

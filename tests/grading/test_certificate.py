@@ -341,3 +341,17 @@ def test_ctrl_c_cancels_the_validation_and_closes_its_sandboxes(tmp_path: Path) 
     assert "interrupted: gradings cancelled" in stderr and "Traceback" not in stderr
     assert not out.exists()
     assert not any(leftover_sandboxes(run_id).values())
+
+
+def test_a_task_whose_graded_tests_are_mostly_uncovered_is_weakly_checked() -> None:
+    from swe_gym.grading.certificate import weakly_checked
+
+    task = next(iter(TASKS.values()))
+    graded = [*task.fail_to_pass, *task.pass_to_pass]
+    half = dict.fromkeys(graded[: len(graded) // 2], "no twin")
+    assert weakly_checked(task, half) is None
+    most = dict.fromkeys(graded[: len(graded) // 2 + 1], "no twin")
+    assert (
+        weakly_checked(task, most)
+        == f"{len(most)} of {len(graded)} graded tests have no check code under test cannot tell apart"
+    )

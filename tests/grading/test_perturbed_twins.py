@@ -259,3 +259,61 @@ def test_files_of_graded_ids() -> None:
         "test_bare_sympy_name",
     ]
     assert files_of(ids, paths) == {"tests/test_cal.py", "tests/auth_tests/test_validators.py", "tests/x/__init__.py"}
+
+
+PARAMETRIZED = """\
+import datetime
+
+import pytest
+
+from calc import add, tag
+
+
+@pytest.mark.parametrize("a, b, total", [(1, 2, 3), (2, 2, 4), pytest.param(0, 0, 0, id="zero")])
+def test_add_table(a, b, total):
+    assert add(a, b) == total
+
+
+@pytest.mark.parametrize(("word", "wanted"), [("x", "<x>"), ("yz", "<yz>")], ids=["one", "two"])
+def test_tag_table(word, wanted):
+    assert tag(word) == wanted
+
+
+@pytest.mark.parametrize("n, even", [(2, True), (3, False)])
+def test_even(n, even):
+    assert (add(n, 0) % 2 == 0) is even
+
+
+def test_constructed():
+    assert datetime.date(2024, 2, add(28, 1)) == datetime.date(2024, 2, 29)
+"""
+PARAM_IDS = [
+    "test_calc.py::test_add_table[1-2-3]",
+    "test_calc.py::test_add_table[2-2-4]",
+    "test_calc.py::test_add_table[zero]",
+    "test_calc.py::test_tag_table[one]",
+    "test_calc.py::test_tag_table[two]",
+    "test_calc.py::test_even[2-True]",
+    "test_calc.py::test_even[3-False]",
+    "test_calc.py::test_constructed",
+]
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_parametrized_expected_values_are_perturbed_and_their_ids_followed(tmp_path, seed: int) -> None:
+    """Every row's expected value changes; where pytest makes the id from it, `renamed` names the twin's id."""
+    from swe_gym.grading.twins import renamed
+
+    sources = {"test_calc.py": PARAMETRIZED}
+    index = index_tests(PARAM_IDS, sources)
+    assert not index.missing and all(d.perturbable for d in index.defs.values()), index.defs
+    choices = choose(index, random.Random(seed))
+    twin = render(sources, index, index.defs.keys(), choices)
+    names = renamed(sources, index, index.defs.keys(), choices)
+    assert set(names) == {i for i in PARAM_IDS if "-" in i}  # auto ids change; explicit ones and plain tests do not
+    twin_ids = [names.get(i, i) for i in PARAM_IDS]
+    files = {"test_calc.py": PARAMETRIZED, "calc.py": CALC}
+    assert _pytest(tmp_path / "o", files) == dict.fromkeys(PARAM_IDS, "PASSED")
+    assert _pytest(tmp_path / "t", {**files, **twin}) == dict.fromkeys(twin_ids, "FAILED")
+    forced = {**files, **twin, "conftest.py": FORCING_CONFTEST}
+    assert _pytest(tmp_path / "f", forced) == dict.fromkeys(twin_ids, "PASSED")
