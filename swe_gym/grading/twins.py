@@ -818,7 +818,30 @@ def _candidates(fn: _FuncDef) -> list[_Candidate]:
     body: list[_Candidate] = [
         _Literal(found) for node in _frame(fn.body, guarded=True) if (found := _expected(node)) is not None
     ]
-    return body + list(_parameters(fn))
+    return body + _named(fn) + list(_parameters(fn))
+
+
+def _named(fn: _FuncDef) -> list[_Candidate]:
+    """Literals bound to a name once (``expected = [...]``) and read once: as the expected side of an equality."""
+    loads: dict[str, int] = {}
+    stores: dict[str, int] = {arg.arg: 1 for arg in ast.walk(fn.args) if isinstance(arg, ast.arg)}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            counts = loads if isinstance(node.ctx, ast.Load) else stores
+            counts[node.id] = counts.get(node.id, 0) + 1
+    assigned = {
+        node.targets[0].id: node.value
+        for node in _frame(fn.body, guarded=True)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    }
+    found: list[_Candidate] = []
+    for name, is_identity in _expected_names(fn):
+        value = assigned.get(name)
+        if value is None or is_identity or loads.get(name) != 1 or stores.get(name) != 1:
+            continue
+        if _leaves(value) and not _calls(value):
+            found.append(_Literal(value))
+    return found
 
 
 def _perturbed_text(text: str, value: object, rng: random.Random) -> str | None:

@@ -317,3 +317,23 @@ def test_parametrized_expected_values_are_perturbed_and_their_ids_followed(tmp_p
     assert _pytest(tmp_path / "t", {**files, **twin}) == dict.fromkeys(twin_ids, "FAILED")
     forced = {**files, **twin, "conftest.py": FORCING_CONFTEST}
     assert _pytest(tmp_path / "f", forced) == dict.fromkeys(twin_ids, "PASSED")
+
+
+@pytest.mark.parametrize(
+    ("body", "perturbable"),
+    [
+        ("expected = [1, 'a']\n    assert f() == expected\n", 1),
+        ("expected = {'k': 2.5}\n    self.assertEqual(f(), expected)\n", 1),
+        # Read twice (it may be an input too), bound twice, or built by a call: not an expected value to change.
+        ("expected = [1]\n    assert f(expected) == expected\n", 0),
+        ("expected = [1]\n    expected = [2]\n    assert f() == expected\n", 0),
+        ("expected = g(1)\n    assert f() == expected\n", 0),
+        # A constructor of literals counts in the expected place only.
+        ("assert f() == Decimal('1.5')\n", 1),
+        ("assert parse('1.5') == result\n", 0),
+    ],
+)
+def test_which_expected_values_are_perturbed(body: str, perturbable: int) -> None:
+    source = f"def test_x(self):\n    {body}"
+    index = index_tests(["t.py::test_x"], {"t.py": source})
+    assert index.defs["t.py::test_x"].perturbable == perturbable
