@@ -22,26 +22,41 @@ class BadLine:
     reason: str
 
 
-def json_lines(path: Path) -> Iterator[tuple[int, Any | BadLine]]:
-    """(line number, its value or a `BadLine`) for each non-blank line of a ``.jsonl`` file."""
+def _escaped(data: bytes, bad: BadLine) -> Any | BadLine:
+    """``data``'s value with the bytes that are not UTF-8 kept as surrogate escapes in its strings, else ``bad``."""
+    try:
+        return json.loads(data.decode("utf-8", "surrogateescape"))
+    except json.JSONDecodeError:
+        return bad
+
+
+def json_lines(path: Path, *, escape_bytes: bool = False) -> Iterator[tuple[int, Any | BadLine]]:
+    """(line number, its value or a `BadLine`) for each non-blank line of a ``.jsonl`` file.
+
+    ``escape_bytes``: a line that is not UTF-8 but is JSON once its bad bytes are read as surrogate escapes
+    (``surrogateescape``) is kept, its strings holding those bytes (a patch of a Latin-1 file, written raw).
+    """
     for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
             yield number, json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            yield number, BadLine(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+            bad = BadLine(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+            yield number, _escaped(raw, bad) if escape_bytes else bad
         except json.JSONDecodeError as exc:
             yield number, BadLine(f"not valid JSON ({exc.msg}: column {exc.colno})")
 
 
-def json_document(path: Path) -> Any | BadLine:
-    """The value of a whole ``.json`` file, or a `BadLine` saying why it has none."""
+def json_document(path: Path, *, escape_bytes: bool = False) -> Any | BadLine:
+    """The value of a whole ``.json`` file, or a `BadLine` saying why it has none (``escape_bytes``: as
+    `json_lines`)."""
     data = path.read_bytes()
     try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        return BadLine(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+        bad = BadLine(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+        return _escaped(data, bad) if escape_bytes else bad
     except json.JSONDecodeError as exc:
         return BadLine(f"not valid JSON ({exc.msg} at line {exc.lineno})")
 

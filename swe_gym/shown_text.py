@@ -70,3 +70,17 @@ def to_bytes(text: str) -> bytes:
     if MARK in text:
         text = _PARSE.sub(_unmark, text)
     return text.encode("utf-8", _ERRORS)
+
+
+def as_shown(text: str) -> str:
+    """``text`` whose lone surrogates stand for bytes (``surrogateescape``, as a patch that is not UTF-8 is
+    read) shown as `to_text` shows those bytes: valid Unicode, which JSON and UTF-8 carry, with
+    ``to_bytes(as_shown(text))`` the bytes ``text`` stood for. Text with no surrogate and no U+FFFD is
+    returned as it is."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return to_text(text.encode("utf-8", _ERRORS))
+    return to_text(text.encode("utf-8")) if MARK in text else text

@@ -473,29 +473,41 @@ class Episode:
         self, output: str, info: dict[str, Any], *, terminated: bool, broken: str | None = None
     ) -> StepResult:
         """Read the patch, free the sandbox, grade. ``broken``: the agent broke its sandbox; what can
-        still be read is graded, and when nothing can, the episode is unresolved (never masked)."""
+        still be read is graded, and when nothing can, the episode is unresolved (never masked). A patch that
+        cannot be read (`extract_patch`'s reasons: too big, too slow, unreadable files, no repository) ends the
+        episode unresolved with that reason as ``patch_error``, ungraded (never masked)."""
         assert self.sandbox is not None
         settings = self.settings
         self.done = True
         patch, note, artifacts = "", broken, None
         try:
-            patch = await extract_patch(self.sandbox, self._base_tree)
+            patch = await extract_patch(
+                self.sandbox,
+                self._base_tree,
+                max_bytes=settings.options.max_patch_bytes,
+                timeout=settings.options.patch_timeout,
+            )
             artifacts = await self._artifacts()
         except SandboxDiedError as exc:
             if broken is None and (broken := await self._agents_doing(exc)) is None:
                 return await self.end_masked(f"sandbox died before the patch was read: {exc}", info)
             note = broken
         except GradingError as exc:
-            note = str(exc)  # the agent broke its repository: graded as an empty patch
+            note = str(exc)  # what the agent left cannot be read as a patch
         finally:
             self._release_agent_sandbox()
-        if (broken is not None and not patch.strip()) or (not terminated and not settings.options.grade_on_truncation):
-            await self.close()  # no grading: the prestarted sandbox goes too
-        if broken is not None and not patch.strip():
-            report = GradeReport(instance_id=self.task.instance_id, empty_patch=True, unresolved_reason=broken)
+        unreadable = note is not None and not patch.strip()
+        if unreadable:  # no grading: the prestarted sandbox goes (the agent's goes on in the background)
+            if (grader := await self._take_grader()) is not None:
+                await grader.close()
+            report = GradeReport(instance_id=self.task.instance_id, empty_patch=True, unresolved_reason=note)
             info.update(self._terminal_info(report, "", note), grade_s=0.0)
-            return self._observe(f"{output}\n[swe_gym: {report.summary()}]"), 0.0, True, False, info
+            ended = terminated or broken is not None  # the agent's command ended it, else a step limit did
+            ending = "" if ended else f"{self._limit_name()} reached; "
+            observation = self._observe(f"{output}\n[swe_gym: {ending}{report.summary()}]")
+            return observation, 0.0, ended, not ended, info
         if not terminated and not settings.options.grade_on_truncation:
+            await self.close()  # no grading: the prestarted sandbox goes too
             info.update(self._terminal_info(GradeReport(instance_id=self.task.instance_id), patch, note))
             info.update(report=None, grade_s=0.0)
             return self._observe(output + f"\n[swe_gym: {self._limit_name()} reached]"), 0.0, False, True, info

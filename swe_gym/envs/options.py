@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
 
 from swe_gym.errors import ConfigError, validation_problems
+from swe_gym.grading.patch import MAX_PATCH_BYTES, PATCH_TIMEOUT_S
 from swe_gym.sandbox import SandboxSpec
 from swe_gym.sandbox.protocol import SandboxProvider
 
@@ -45,6 +46,18 @@ class EnvOptions(BaseModel):
         default="binary", description="binary: 1.0 if resolved; partial: the fraction of FAIL_TO_PASS passing"
     )
     grade_on_truncation: bool = Field(default=True, description="grade the patch when max_steps is reached")
+    max_patch_bytes: int = Field(
+        default=MAX_PATCH_BYTES,
+        ge=1,
+        description="the largest patch read from the work tree; a larger diff, or a file larger than this, ends "
+        "the episode unresolved with info['patch_error']",
+    )
+    patch_timeout: float = Field(
+        default=PATCH_TIMEOUT_S,
+        gt=0,
+        description="seconds reading the patch from the work tree may take; past it the episode ends unresolved "
+        "with info['patch_error']",
+    )
     sandbox: SandboxSpec = Field(
         default_factory=SandboxSpec, description="limits, env vars, network and TTL of every sandbox"
     )

@@ -52,6 +52,9 @@ class SWEEnv(gym.Env[str, Any]):
         max_observation_chars: observations are capped to this (head and tail kept).
         reward: ``"binary"`` (1.0 resolved) or ``"partial"`` (fraction of FAIL_TO_PASS, if PASS_TO_PASS holds).
         grade_on_truncation: grade the patch when ``max_steps`` is reached (else reward 0, no grading).
+        max_patch_bytes, patch_timeout: the largest patch read from the work tree (5 MiB), and the seconds
+            reading it may take (120); a larger diff or file, or a slower read, ends the episode unresolved with
+            ``info["patch_error"]`` saying why.
         sandbox: a `SandboxSpec` (or dict) for limits, env vars, network and TTL of every sandbox.
         instance_ids: restrict ``tasks`` to these ids.
         split, limit: the dataset split, and how many of its rows (an int or a ``slice``).

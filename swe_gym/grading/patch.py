@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from swe_gym.errors import GradingError
+from swe_gym.errors import GradingError, SandboxDiedError, SandboxError
 from swe_gym.sandbox import AsyncSandbox
 
 #: Scratch space inside the repository's .git: present on every provider, never in a diff.
@@ -41,8 +41,7 @@ _PRIVATE_GIT = (
 #: Unset (``!``) every attribute that changes content or diffs, for every path; info/attributes wins.
 _NEUTRAL_ATTRIBUTES = "* !text !eol !crlf !filter !diff !merge !ident !working-tree-encoding !binary\n"
 
-_SNAPSHOT = (
-    "set -e; "
+_PREPARE = (
     # Everything but the objects (the base tree's) is made anew: a planted commondir, config or
     # alternates file would otherwise steer our git.
     f'p="$PWD/{_PRIVATE}"; mkdir -p "$p"; [ ! -L "$p/objects" ] || rm -f "$p/objects"; '
@@ -54,14 +53,55 @@ _SNAPSHOT = (
     # The repository's index spares re-hashing unchanged files; one git cannot read is dropped.
     + 'if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; '
     'git ls-files --stage >/dev/null 2>&1 || rm -f "$GIT_INDEX_FILE"; fi; '
-    "git add -A >/dev/null 2>&1; git write-tree"
 )
-_DIFF = (
-    "set -e; tree=$({snapshot}); "
-    + _PRIVATE_GIT
-    + "git -c core.quotepath=off diff --binary --full-index --no-color --no-ext-diff --no-textconv --no-renames "
-    '--src-prefix=a/ --dst-prefix=b/ {base} "$tree" > {out}'
+_SNAPSHOT = "set -e; " + _PREPARE + "git add -A >/dev/null 2>&1; git write-tree"
+
+#: Patches larger than this are refused: real fixes are kilobytes; a diff of megabytes is a build output,
+#: a data file or a runaway command left in the work tree. `swe_gym.evaluate` takes no larger prediction.
+MAX_PATCH_BYTES = 5 << 20
+#: Seconds the extraction of a patch may take (a work tree of millions of files) before it is refused.
+PATCH_TIMEOUT_S = 120.0
+
+_TOO_BIG = "swe_gym-too-big"
+_DIFF_SIZE = "swe_gym-diff-size"
+#: Run for each regular file over the limit (found by ``find``): the first that ``git add -A`` would take
+#: (not ignored, not in an embedded repository, not the base's file of that size) is named, and the search
+#: ends, before git reads any of them (a sparse 10 GiB file would cost git minutes and its memory).
+_FIRST_TOO_BIG = (
+    "for f do "
+    'd=${f%/*}; inner=; while [ "$d" != . ] && [ -n "$d" ]; do '
+    '[ -e "$d/.git" ] && { inner=1; break; }; d=${d%/*}; done; '
+    '[ -z "$inner" ] || continue; git check-ignore -q -- "$f" 2>/dev/null && continue; '
+    'p=${f#./}; s=$(stat -c %s -- "$f" 2>/dev/null) || s=?; '
+    '[ "$(git cat-file -s "$SWE_GYM_BASE:$p" 2>/dev/null)" = "$s" ] && continue; '
+    f'printf \'{_TOO_BIG} %s %s\\n\' "$s" "$p"; exit 0; done'
 )
+
+
+def _diff_command(base_tree: str, out: str, max_bytes: int) -> str:
+    """The script that writes the agent's diff to ``out``, cut one byte past ``max_bytes`` (so no work tree
+    fills the sandbox's disk or our memory with it), and ends by printing its size and git's exit status; or
+    that names a file over ``max_bytes`` that git would add, reading none of them."""
+    find_big = (
+        f"find . -path ./.git -prune -o -name .git -prune -o -type f -size +{max_bytes}c "
+        f"-exec sh -c {shlex.quote(_FIRST_TOO_BIG)} sh {{}} + 2>/dev/null | head -n 1"
+    )
+    diff = (
+        "git -c core.quotepath=off diff --binary --full-index --no-color --no-ext-diff --no-textconv "
+        f'--no-renames --src-prefix=a/ --dst-prefix=b/ {shlex.quote(base_tree)} "$tree"'
+    )
+    return (
+        f"set -e; {_PREPARE}export SWE_GYM_BASE={shlex.quote(base_tree)}; "
+        f'big=$({find_big}); if [ -n "$big" ]; then echo "$big"; exit 0; fi; '
+        # What git add cannot read fails it, its error the reason given: a file (which git refuses) or a
+        # directory (which git would leave out with a warning) of mode 000.
+        f'git add -A >/dev/null 2>"$p/add.log" || {{ cat "$p/add.log"; exit 1; }}; '
+        f'if grep "^warning: could not open directory" "$p/add.log"; then exit 1; fi; '
+        f"tree=$(git write-tree); rm -f {out} {out}.rc; "
+        f'{{ if {diff}; then s=0; else s=$?; fi; echo "$s" > {out}.rc; }} | head -c {max_bytes + 1} > {out}; '
+        f'echo "{_DIFF_SIZE} $(wc -c < {out}) $(cat {out}.rc)"'
+    )
+
 
 #: Tried in order until one applies the whole patch; nothing partial is kept. ``patch -u`` reads the
 #: patch as a unified diff only (no ed scripts); paths are checked by `unsafe_path` before any of them.
@@ -151,18 +191,56 @@ async def snapshot(sandbox: AsyncSandbox) -> str:
     return tree
 
 
-async def extract_patch(sandbox: AsyncSandbox, base_tree: str) -> str:
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
+
+
+async def extract_patch(
+    sandbox: AsyncSandbox,
+    base_tree: str,
+    *,
+    max_bytes: int = MAX_PATCH_BYTES,
+    timeout: float = PATCH_TIMEOUT_S,
+) -> str:
     """The agent's changes since ``snapshot``, as a binary-safe git diff with ``a/`` ``b/`` prefixes.
 
-    Raises `GradingError` when the repository no longer allows a diff (e.g. the
-    agent deleted .git); a dead sandbox raises `SandboxDiedError`.
+    Binary files are in it as git binary patches; FIFOs, sockets and devices are not (git takes none);
+    symbolic links are, as links. Raises `GradingError` saying why when no patch can be read, whatever the
+    work tree holds: a file over ``max_bytes`` that the diff would take (refused before git reads it), a
+    diff over ``max_bytes``, a file git cannot read, an extraction past ``timeout`` seconds (a tree of
+    millions of files), a repository that no longer allows a diff (the agent deleted .git). Only a dead
+    sandbox raises otherwise (`SandboxDiedError`).
     """
     out = f"{SCRATCH}/agent.diff"
-    command = _DIFF.format(snapshot=_SNAPSHOT, base=base_tree, out=out)
-    result = await sandbox.exec(command, timeout=300)
-    if result.exit_code != 0:
-        raise GradingError(f"could not extract the patch: {result.output[-500:]}")
-    data = await sandbox.read_file(out)
+    result = await sandbox.exec(_diff_command(base_tree, out, max_bytes), timeout=timeout)
+    if result.timed_out:
+        raise GradingError(
+            f"the work tree's diff did not finish within {timeout:g}s, the patch timeout (does the work tree "
+            "hold millions of files?)"
+        )
+    # The script's own last line (what git printed before it is the agent's to shape).
+    printed, _, last = result.output.rstrip("\n").rpartition("\n")
+    found = re.fullmatch(rf"{_TOO_BIG} (\S+) (.*)", last)
+    if found is not None:
+        size = f"a file of {_mib(int(found[1]))}" if found[1].isdigit() else "a file"
+        raise GradingError(
+            f"the work tree holds {found[2]!r}, {size}: over the patch limit of {_mib(max_bytes)} "
+            "(delete it, or list it in .gitignore, before submitting)"
+        )
+    sized = re.fullmatch(rf"{_DIFF_SIZE} (\d+) (\d*)", last)
+    if sized is not None and int(sized[1]) > max_bytes:
+        raise GradingError(
+            f"the work tree's diff is over {_mib(max_bytes)}, the patch limit (are build outputs or data "
+            "files left in the work tree? delete them, or list them in .gitignore, before submitting)"
+        )
+    if result.exit_code != 0 or sized is None or sized[2] != "0":
+        raise GradingError(f"could not extract the patch: {(printed if sized else result.output)[-500:]}")
+    try:
+        data = await sandbox.read_file(out, max_bytes=max_bytes)
+    except SandboxDiedError:
+        raise
+    except SandboxError as exc:  # the file changed under us: a process the agent left running
+        raise GradingError(f"could not read the patch: {exc}") from exc
     return data.decode("utf-8", errors="surrogateescape")
 
 

@@ -16,13 +16,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from swe_gym.errors import ConfigError, validation_problems
+from swe_gym.grading.patch import MAX_PATCH_BYTES
 from swe_gym.jsonl import BadLine, json_document, json_lines
 from swe_gym.tasks.model import SWETask
 
 log = logging.getLogger(__name__)
 
-#: Patches larger than this are rejected unread (real fixes are kilobytes; a 10 MB "patch" is output gone wrong).
-MAX_PATCH_BYTES = 5 << 20
 
 _DIFF_GIT = re.compile(r"^diff --git ", re.MULTILINE)
 _OLD_NEW = (re.compile(r"^--- ", re.MULTILINE), re.compile(r"^\+\+\+ ", re.MULTILINE))
@@ -66,7 +65,7 @@ def _validate(row: Any, where: str) -> Prediction | UnusablePrediction:
 
 
 def _json_rows(path: Path) -> list[tuple[Any, str]]:
-    parsed = json_document(path)
+    parsed = json_document(path, escape_bytes=True)
     if isinstance(parsed, BadLine):
         raise ConfigError(f"predictions file {path} is {parsed.reason}; use a list of predictions")
     if isinstance(parsed, dict) and "instance_id" in parsed:
@@ -84,7 +83,9 @@ def _json_rows(path: Path) -> list[tuple[Any, str]]:
 def read_predictions(path: str | Path) -> tuple[list[Prediction], list[UnusablePrediction]]:
     """Predictions from a ``.jsonl`` file (one per line) or a ``.json`` file (a list, or an object keyed
     by instance id); every bad row or line becomes an `UnusablePrediction` naming where it is, and reading
-    goes on. Raises `ConfigError` only when the file itself cannot be read as predictions.
+    goes on. Bytes that are not UTF-8 inside a row's strings (a patch of a Latin-1 file, written raw) are
+    kept as they are (surrogate escapes), so such a patch is graded byte for byte. Raises `ConfigError` only
+    when the file itself cannot be read as predictions.
     """
     path = Path(path)
     if not path.is_file():
@@ -97,7 +98,7 @@ def read_predictions(path: str | Path) -> tuple[list[Prediction], list[UnusableP
         rows = _json_rows(path)
     else:
         rows = []
-        for number, value in json_lines(path):
+        for number, value in json_lines(path, escape_bytes=True):
             if isinstance(value, BadLine):
                 errors.append(UnusablePrediction(where=f"{path}:{number}", error=value.reason))
             else:

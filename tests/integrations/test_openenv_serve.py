@@ -24,6 +24,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from swe_gym.policies.oracle import apply_patch_command
+from swe_gym.shown_text import to_bytes
 from swe_gym.tasks import load_tasks
 from tests.conftest import IN_CI, leftover_sandboxes, provider_setup
 
@@ -120,6 +121,24 @@ def test_a_wrong_submission_scores_zero(quiet: Server) -> None:
         info = result.observation["info"]
         assert result.done and result.reward == 0.0
         assert not info["resolved"] and not info["masked"] and "README.md" in info["patch"]
+
+
+def test_a_patch_not_utf8_or_too_big_ends_the_served_step_unresolved(quiet: Server) -> None:
+    """A diff that is not UTF-8 is graded and comes marked, as observations are (`to_bytes` gives its bytes
+    back); a sparse 10 GiB file ends the episode unresolved with ``patch_error``: neither raises."""
+    with quiet.client() as env:
+        env.reset(task_id=GOOD.instance_id)
+        env.step({"command": r"printf 'caf\351\n' > latin1.txt"})
+        result = env.step({"command": "submit"})
+        info = result.observation["info"]
+        assert result.done and result.observation["terminated"] and result.reward == 0.0 and not info["masked"]
+        assert info["patch_error"] is None and b"+caf\xe9\n" in to_bytes(info["patch"])
+        env.reset(task_id=GOOD.instance_id)
+        env.step({"command": "truncate -s 10G sparse.img"})
+        result = env.step({"command": "submit"})
+        info = result.observation["info"]
+        assert result.done and result.observation["terminated"] and result.reward == 0.0 and not info["masked"]
+        assert "'sparse.img', a file of 10240.0 MiB: over the patch limit" in info["patch_error"]
 
 
 def test_a_setup_that_fails_is_masked_in_the_step_result(quiet: Server) -> None:

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from swe_gym.envs.host import EpisodeHost
 from swe_gym.envs.options import HostConfig
 from swe_gym.errors import ConfigError
+from swe_gym.shown_text import as_shown
 from swe_gym.tools import BASH, EDITOR, SUBMIT_TOOL
 
 ToolName = Literal["bash", "str_replace_editor", "submit"]
@@ -98,7 +99,7 @@ class Outcome(BaseModel):
             resolved=bool(info.get("resolved")),
             masked=bool(info.get("masked")),
             masked_reason=info.get("masked_reason"),
-            patch=info.get("patch") or "",
+            patch=as_shown(info.get("patch") or ""),  # a patch that is not UTF-8 goes out marked, as JSON holds it
         )
 
 

@@ -23,6 +23,7 @@ from swe_gym.envs.episode import Reset, StepResult
 from swe_gym.envs.host import EpisodeHost
 from swe_gym.errors import ConfigError
 from swe_gym.integrations.openenv.models import SWEAction, SWEObservation, SWEState
+from swe_gym.shown_text import as_shown
 
 T = TypeVar("T")
 
@@ -30,9 +31,21 @@ T = TypeVar("T")
 RESET_OPTIONS = frozenset({"task_id"})
 
 
+def _shown(value: Any) -> Any:
+    if isinstance(value, str):
+        return as_shown(value)
+    if isinstance(value, dict):
+        return {as_shown(key): _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
+
+
 def jsonable(info: dict[str, Any]) -> dict[str, Any]:
-    """``info`` as JSON values (numpy scalars, paths and the like as their plain forms, else their text)."""
-    return to_jsonable_python(info, fallback=str)
+    """``info`` as JSON values (numpy scalars, paths and the like as their plain forms, else their text); text
+    holding bytes that are not UTF-8 (a patch of a Latin-1 file) as observations show it, marked
+    (`swe_gym.shown_text.to_bytes` gives the bytes back)."""
+    return _shown(to_jsonable_python(info, fallback=str))
 
 
 class SessionClosedError(RuntimeError):
