@@ -408,7 +408,8 @@ def _merged(
 
     Every status a pass reports is attributed by the definition it resolves to, whatever form its id takes
     (cut at a space by the parser, another parametrization, a docstring line): a status of a definition that
-    is twinned in that pass is the twin's, never a test's, so nothing a check adds reaches the verdict."""
+    is twinned in that pass is the twin's, never a test's, so nothing a check adds reaches the verdict; an id
+    that resolves to no definition counts only where every pass shows it."""
     status: dict[str, TestStatus] = {}
     twin: dict[str, TestStatus] = {}
     if isinstance(plan, str) or sources is None:
@@ -420,7 +421,10 @@ def _merged(
     for run in runs:
         twinned = {plan.def_of(t) for t in run.twins}
         for test, value in run.status.items():
-            if keys.get(test) not in twinned:
+            # An id no definition answers for (a runner's summary line, a name defined twice) may be a twin's
+            # failure: it counts only where every pass shows it, as every pass runs what is not twinned.
+            known = test in keys or all(test in other.status for other in runs)
+            if known and keys.get(test) not in twinned:
                 status.setdefault(test, value)
         for graded in run.twins:
             shown = run.status.get(plan.renamed.get(graded, graded))

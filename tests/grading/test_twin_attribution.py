@@ -1,0 +1,70 @@
+"""Which pass a status is read from: nothing a twin reports reaches ``test_status`` or the verdict.
+
+The passes are made by the real planner (`plan_passes`) from a test file with the id forms that broke this before:
+parametrize ids that swebench's parser cut at a space, a runner's summary line naming no definition, and a
+parameter id the perturbation renames. The statuses are what each pass's parser would read.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from swe_gym.grading.eval_run import EvalRun
+from swe_gym.grading.parsers import TestStatus
+from swe_gym.grading.safe_harness import _merged
+from swe_gym.grading.twin_pass import TwinSources, plan_passes
+from swe_gym.tasks import load_tasks
+
+SOURCE = """\
+import pytest
+
+
+@pytest.mark.parametrize("src", ["multi line assert", "x"])
+def test_exprs(src):
+    assert parse(src) == "ok"
+
+
+@pytest.mark.parametrize("n, want", [(1, 2), (2, 3)])
+def test_inc(n, want):
+    assert inc(n) == want
+
+
+def test_other():
+    assert other() == 1
+"""
+PATH = "testing/test_t.py"
+CUT = f"{PATH}::test_exprs[multi"  # as swebench's parser records "...[multi line assert]"
+GRADED = [CUT, f"{PATH}::test_exprs[x]", f"{PATH}::test_inc[1-2]", f"{PATH}::test_inc[2-3]", f"{PATH}::test_other"]
+P, F = TestStatus.PASSED, TestStatus.FAILED
+
+
+def _plan():
+    task = load_tasks("bundled")[0].model_copy(update={"fail_to_pass": GRADED[:1], "pass_to_pass": GRADED[1:]})
+    sources = TwinSources({PATH: SOURCE}, {PATH: SOURCE}, "")
+    while True:  # a split where each pass twins something
+        plan = plan_passes(task, sources)
+        assert not isinstance(plan, str)
+        if all(plan.twinned):
+            return plan, sources
+
+
+def _run(plan, index: int, honest: bool) -> EvalRun:
+    """What the parser reads from pass `index` under a correct fix (`honest`) or a forger that passes all."""
+    run = EvalRun(empty=False, twins=set(plan.twinned[index]))
+    for test in GRADED:
+        twinned = test in run.twins
+        run.status[plan.renamed.get(test, test) if twinned else test] = F if twinned and honest else P
+    if honest and any(t.startswith(f"{PATH}::test_exprs") for t in run.twins):
+        run.status["test_exprs"] = F  # a summary line of the twin's failure, naming no definition
+    run.status["test_doctest_like"] = P  # every pass runs it: a test of its own
+    return run
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_statuses_come_from_the_originals_and_twins_are_read_under_their_ids(attempt: int) -> None:
+    plan, sources = _plan()
+    status, twin = _merged([_run(plan, 0, True), _run(plan, 1, True)], plan, sources)
+    assert status == {**dict.fromkeys(GRADED, P), "test_doctest_like": P}
+    assert twin == dict.fromkeys(GRADED, F)
+    forged_status, forged_twin = _merged([_run(plan, 0, False), _run(plan, 1, False)], plan, sources)
+    assert forged_status == status and forged_twin == dict.fromkeys(GRADED, P)
