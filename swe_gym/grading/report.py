@@ -53,6 +53,9 @@ class GradeReport(BaseModel):
         default_factory=dict,
         description="graded tests without a check code under test cannot tell apart (no twin, or inverted), and why",
     )
+    scan_findings: list[str] = Field(
+        default_factory=list, description="what the static reading of the patch flags: 'path:line: rule: reason'"
+    )
     control_run: bool = Field(default=False, description="the eval was also run without the patch to judge an anomaly")
     harness: str = Field(default="safe", description="'safe' (swe_gym's grader) or 'official' (run_evaluation's rules)")
     install: str = Field(default="", description="what became of the eval script's reinstall, and why")

@@ -79,7 +79,7 @@ async def _base_environment(
     sandbox: AsyncSandbox, task: SWETask, script: str, provider: ProviderLike, spec: SandboxSpec
 ) -> site_check.BaseEnvironment:
     """The probe of `site_check`, run once per image and eval set-up, before any code of a patch ran there."""
-    head = eval_plan.preamble(script)
+    head = eval_plan.preamble(script, until=install_command(task) or None)  # the reinstall is not the probe's
     key = (_provider_key(provider), spec.image or task.image or "", task.workdir, head)
     if key not in _ENVIRONMENTS:
         result = await sandbox.exec(f"{head}\n{site_check.probe_command(task.workdir)}", timeout=300)
@@ -133,7 +133,9 @@ async def _check_plugins(
     """pytest auto-loads the plugins every distribution's metadata registers: after the patch (and its
     reinstall) those must be the base's, so no plugin the patch names runs (the restore sent back all other
     metadata; this covers the project's own, which a reinstall rewrites)."""
-    probe = f"{eval_plan.preamble(script)}\n{site_check.probe_command(task.workdir)}"
+    probe = (
+        f"{eval_plan.preamble(script, until=install_command(task) or None)}\n{site_check.probe_command(task.workdir)}"
+    )
     now = site_check.BaseEnvironment.parse((await sandbox.exec(probe, timeout=300)).output, task.repo)
     run.tampered = env.plugins_changed(now)
 
