@@ -47,7 +47,7 @@ def judge_scan(report: GradeReport, task: SWETask, patch: str, mode: Scan) -> Gr
             log.warning("grading of %s: %s", task.instance_id, reason)
             update.update(tampering=True, unresolved_reason=reason)
         # No reward in any mode: the groups read as failed, the statuses stay for the record.
-        failed = unresolved_report(task, time.perf_counter(), "")
+        failed = unresolved_report(task, time.perf_counter(), "", tampering=True)
         update.update(resolved=False, fail_to_pass=failed.fail_to_pass, pass_to_pass=failed.pass_to_pass)
     return report.model_copy(update=update)
 
