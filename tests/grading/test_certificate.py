@@ -355,3 +355,14 @@ def test_a_task_whose_graded_tests_are_mostly_uncovered_is_weakly_checked() -> N
         weakly_checked(task, most)
         == f"{len(most)} of {len(graded)} graded tests have no check code under test cannot tell apart"
     )
+
+
+def test_cli_validate_prints_a_weakly_checked_task(cli, tmp_path: Path, capsys) -> None:
+    """semverkit's graded tests are mostly truth tests and tables by name: no literal expected value to perturb."""
+    provider_setup("local")
+    out = tmp_path / "cert.json"
+    args = ["validate", "--dataset", "bundled", "--instance-id", "swe-gym__semverkit-1", "--k", "1", "--out", str(out)]
+    assert cli(args) == 0
+    entry = load_certificate(out).instances["swe-gym__semverkit-1"]
+    assert entry.passed and entry.weakly_checked, entry
+    assert f"weakly checked swe-gym__semverkit-1: {entry.weakly_checked}" in capsys.readouterr().out
