@@ -11,10 +11,13 @@ from swe_gym.progress import say
 
 DESCRIPTION = """\
 Write each task of --dataset as a Harbor task directory under --out (<out>/<instance_id>/: task.toml,
-instruction.md, environment/Dockerfile, tests/test.sh with the hidden tests and the verdict swe_gym
-grades by, solution/solve.sh with the gold patch), which `harbor run -p <out> -a oracle` runs. Bundled
-and SWE-bench-format tasks; a task whose log parser an exported verifier does not carry is refused
-with the reason before anything is written. See docs/harbor.md for what each side enforces."""
+instruction.md, environment/Dockerfile, tests/ with the hidden tests and the verifier swe_gym grades
+by, solution/solve.sh with the gold patch), which `harbor run -p <out> -a oracle` runs. The exported
+tests/test.sh runs tests/verify.py, which writes the reward itself from per-test results, after every
+test process is gone; bundled tasks carry the safe grader's canaries and twins (two passes, the split
+drawn at run time, the tests run as an unprivileged user). Bundled and SWE-bench-format tasks; a task
+whose log parser an exported verifier does not carry is refused with the reason before anything is
+written. See docs/harbor.md for what each side enforces."""
 
 
 def add_parser(commands: Any) -> None:
@@ -31,12 +34,25 @@ def add_parser(commands: Any) -> None:
     p.add_argument(
         "--image", default=None, help="the image tasks that name none start FROM (bundled tasks: the test image)"
     )
+    p.add_argument(
+        "--provider",
+        default="docker",
+        help="where the gold run that validates a bundled task's twins runs, in the task's image (default: docker)",
+    )
+    p.add_argument(
+        "--no-twins",
+        dest="twins",
+        action="store_false",
+        help="export bundled tasks without twins (and without the gold run); canaries and the rest remain",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from swe_gym.tasks.harbor_export import export_tasks
 
-    written = export_tasks(load_dataset(args), Path(args.out), image=args.image)
+    written = export_tasks(
+        load_dataset(args), Path(args.out), image=args.image, provider=args.provider, twins=args.twins
+    )
     say(f"wrote {len(written)} Harbor task director{'y' if len(written) == 1 else 'ies'} under {args.out}")
     return 0

@@ -14,20 +14,29 @@ afterwards (never from what the run printed, which the code under test controls)
 gains nothing), and where both kinds are named and there, the lower counts. The verdict is the reward (a fraction
 where the task writes one; resolved at 1.0).
 
-Two things only the code under test does are checked, each judged against a control run without the patch (as the
-safe harness judges its anomalies): a process of the verifier's tree that outlived its parent (a daemon left to
-rewrite the reward after ``test.sh`` wrote it: the runner counts them, and ends the live ones before the reward is
-read), and ``/tests`` not holding the task's files afterwards. Seen with the patch only, either is tampering
-(unresolved); seen in the control too, the check is off for that task.
+The reward is read only once the verifier's process tree is gone: the runner (PID 1 or a subreaper of every
+sandbox it runs) kills ``test.sh``'s process group when it ends, then every process of its tree that outlived its
+parent (re-parented to the runner), stopping each before it is killed so none forks meanwhile, and a second sweep
+after it ends any the first missed. A provider whose sandboxes do not run that runner is masked before anything
+runs, with the reason. Two things only the code under test does are checked, each judged against a control run
+without the patch (as the safe harness judges its anomalies): a process of the verifier's tree that outlived its
+parent (a daemon left to rewrite the reward after ``test.sh`` wrote it, or code under test that killed ``test.sh``
+to write the reward itself), ``test.sh``'s own shell ending with a signal's status (above 128: code under test that
+wrote the reward, then killed its process group at once, so that ``test.sh``'s shell reaped the runner before it
+died and nothing was orphaned), and ``/tests`` not holding the task's files afterwards. Seen with the patch only,
+each is tampering (unresolved); seen in the control too, the check is off for that task.
 
-Masked only for the environment: no sandbox, the task's tests not uploadable. Whatever happens once the patch is in
-(a timeout, a dead sandbox, no reward file or one that is not a finite number) may be the patch's doing and is
-unresolved with the reason.
+Masked only for the environment: no sandbox, a provider without the runner, the task's tests not uploadable.
+Whatever happens once the patch is in (a timeout, a dead sandbox, no reward file or one that is not a finite number)
+may be the patch's doing and is unresolved with the reason.
 
-What this cannot add to an opaque ``test.sh``: code under test that runs inside the test runner (a module pytest
-imports) can end it with status 0 or rewrite its report before ``test.sh`` reads it; a verifier that trusts those
-is as forgeable here as under Harbor. SWE-bench-style tasks graded by test ids get the safe harness's canaries and
-twins when loaded as SWE-bench rows instead.
+What this cannot add to an opaque ``test.sh``: it cannot tell how ``test.sh`` decides. One that trusts its test
+runner's exit status (``pytest && echo 1``) or a report the runner writes is fooled by code under test that runs
+inside the runner (a module pytest imports) and ends it early with status 0 (``os._exit(0)``) or makes it report
+passes (``Function.runtest`` made a no-op): the runner's own process exits normally, nothing outlives anything, and
+``test.sh`` itself writes 1. Only a ``test.sh`` that reads per-test results and checks them by twins and canaries
+resists that: the one ``swe-gym export --format harbor`` writes (`swe_gym.tasks.harbor_export`), or the safe
+harness when a SWE-bench-style task is loaded as a SWE-bench row.
 """
 
 from __future__ import annotations
@@ -51,7 +60,7 @@ from swe_gym.grading.eval_script import restore_script
 from swe_gym.grading.patch import GIT_ENV, apply_patch
 from swe_gym.grading.protect import restore_set
 from swe_gym.grading.report import GradeReport
-from swe_gym.sandbox import AsyncSandbox, SandboxSpec
+from swe_gym.sandbox import AsyncSandbox, ExecResult, SandboxSpec
 from swe_gym.sandbox.backend import RunnerSandbox
 from swe_gym.sandbox.facade import ProviderLike
 from swe_gym.sandbox.loop import offload, to_the_end
@@ -283,6 +292,13 @@ async def _run_once(
 async def _verify(
     sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], patch: str, run: _Run, artifacts: bytes | None
 ) -> None:
+    if not isinstance(sandbox.backend, RunnerSandbox):
+        run.masked = (
+            f"the {sandbox.provider_name} provider cannot end a command's whole process tree, so a process left by "
+            "the verifier's run could rewrite its reward after test.sh wrote it: grade Harbor tasks on a provider "
+            "whose sandboxes run swe_gym's runner (local, docker, apptainer, opensandbox)"
+        )
+        return
     tests = Path(meta["tests_dir"])
     try:
         archive = await offload(_tests_archive, tests)
@@ -330,7 +346,7 @@ async def _verify(
     timings["apply"] = round(time.perf_counter() - clock, 4)
     clock = time.perf_counter()
     try:
-        result = await _run_test_sh(sandbox, task, meta, script)
+        result, orphans = await _run_test_sh(sandbox, task, meta, script)
     except SandboxError as exc:
         run.why = f"the verifier's sandbox failed during the tests: {exc}"
         return
@@ -340,10 +356,15 @@ async def _verify(
     if result.timed_out:
         run.why = f"the verifier timed out after {task.eval.timeout_s:.0f}s"
         return
+    if 128 < result.exit_code <= 128 + 64:
+        run.anomalies["killed"] = (
+            f"test.sh's shell ended with status {result.exit_code}, as a signal ends it (killed before it finished, "
+            "after code under test could have written the reward itself)"
+        )
     try:
-        if result.orphans:
+        if orphans:
             run.anomalies["orphans"] = (
-                f"{result.orphans} process(es) of the verifier's run outlived their parent (a daemon left behind "
+                f"{orphans} process(es) of the verifier's run outlived their parent (a daemon left behind "
                 "could rewrite the reward after test.sh wrote it)"
             )
         now = await sandbox.exec(_TESTS_DIGESTS, cwd="/", timeout=120)
@@ -414,9 +435,14 @@ async def _return_to_base(sandbox: AsyncSandbox, base: _Base, run: _Run, named: 
         await sandbox.exec("rm -rf .git", timeout=60)
 
 
-async def _run_test_sh(sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], script: bytes) -> Any:
+async def _run_test_sh(
+    sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any], script: bytes
+) -> tuple[ExecResult, int]:
     """``test.sh`` in the work tree, from memory where its text allows (see the module docstring), as
-    ``[verifier].user`` if it names one; orphans counted on the runner's own sandboxes."""
+    ``[verifier].user`` if it names one; then (result, how many processes of its tree outlived their parent) once
+    none is left: the runner kills the command's process group and every live orphan before it replies, and a
+    second sweep (``true``, orphans tracked) ends any that a first one missed (forking while it killed), so the
+    reward is read only after the verifier's process tree is gone."""
     env = {**meta.get("environment_env", {}), **meta.get("verifier_env", {})}
     text = script.decode("utf-8", errors="surrogateescape")
     if b"\0" not in script and len(script) < 100_000:
@@ -426,11 +452,12 @@ async def _run_test_sh(sandbox: AsyncSandbox, task: SWETask, meta: dict[str, Any
         command = "bash /tests/test.sh"
     if meta.get("verifier_user"):
         command = f"runuser -u {shlex.quote(meta['verifier_user'])} -- {command}"
-    options: dict[str, Any] = {"timeout": task.eval.timeout_s, "env": env}
     backend = sandbox.backend
-    if isinstance(backend, RunnerSandbox):
-        return await backend.exec(command, track_orphans=True, **options)
-    return await sandbox.exec(command, **options)
+    if not isinstance(backend, RunnerSandbox):  # `_verify` masks these before anything runs
+        raise SandboxError(f"the {sandbox.provider_name} provider cannot track a command's orphans")
+    result = await backend.exec(command, track_orphans=True, timeout=task.eval.timeout_s, env=env)
+    sweep = await backend.exec("true", track_orphans=True, timeout=60)
+    return result, (result.orphans or 0) + (sweep.orphans or 0)
 
 
 def _report(task: SWETask, started: float, reward: float | None, reason: str | None, **common: Any) -> GradeReport:
