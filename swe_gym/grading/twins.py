@@ -799,10 +799,11 @@ def _parameters(fn: _FuncDef) -> list[_Parameter]:
     if table is None:
         return []
     names, rows, explicit = table
+    loads = _loads(fn)
     found: list[_Parameter] = []
     for name, identity in dict.fromkeys(_expected_names(fn)):
-        if name not in names:
-            continue
+        if name not in names or loads.get(name) != 1:
+            continue  # a parameter read elsewhere too is an input as well: changing it may change the result
         column = names.index(name)
         values = [row.values[column] for row in rows]
         if identity and not all(isinstance(v, ast.Constant) and isinstance(v.value, bool) for v in values):
@@ -821,14 +822,22 @@ def _candidates(fn: _FuncDef) -> list[_Candidate]:
     return body + _named(fn) + list(_parameters(fn))
 
 
+def _loads(fn: _FuncDef) -> dict[str, int]:
+    """How often each name is read in the test (nested scopes included)."""
+    loads: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads[node.id] = loads.get(node.id, 0) + 1
+    return loads
+
+
 def _named(fn: _FuncDef) -> list[_Candidate]:
     """Literals bound to a name once (``expected = [...]``) and read once: as the expected side of an equality."""
-    loads: dict[str, int] = {}
+    loads = _loads(fn)
     stores: dict[str, int] = {arg.arg: 1 for arg in ast.walk(fn.args) if isinstance(arg, ast.arg)}
     for node in ast.walk(fn):
-        if isinstance(node, ast.Name):
-            counts = loads if isinstance(node.ctx, ast.Load) else stores
-            counts[node.id] = counts.get(node.id, 0) + 1
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
     assigned = {
         node.targets[0].id: node.value
         for node in _frame(fn.body, guarded=True)

@@ -337,3 +337,13 @@ def test_which_expected_values_are_perturbed(body: str, perturbable: int) -> Non
     source = f"def test_x(self):\n    {body}"
     index = index_tests(["t.py::test_x"], {"t.py": source})
     assert index.defs["t.py::test_x"].perturbable == perturbable
+
+
+def test_a_parameter_that_is_an_input_too_is_not_perturbed() -> None:
+    """``cents`` is both the input and the expected sum: changing it changes the result too (no check)."""
+    source = (
+        "import pytest\n\n@pytest.mark.parametrize('cents, n', [(-5, 2), (-9, 3)])\n"
+        "def test_mirror(cents, n):\n    assert sum(split(cents, n)) == cents\n"
+    )
+    index = index_tests(["t.py::test_mirror[-5-2]"], {"t.py": source})
+    assert index.defs["t.py::test_mirror"].perturbable == 0
