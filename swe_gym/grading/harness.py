@@ -16,6 +16,7 @@ from typing import Literal
 from swe_gym.errors import GradingError, TaskError
 from swe_gym.grading import patch_scan
 from swe_gym.grading.eval_run import masked_report, swebench_eval_script
+from swe_gym.grading.protect import is_test_path
 from swe_gym.grading.report import GradeReport
 from swe_gym.grading.safe_harness import grade_safe, unresolved_report
 from swe_gym.sandbox import AsyncSandbox, SandboxSpec
@@ -31,13 +32,19 @@ Harness = Literal["safe", "official"]
 Scan = Literal["flag", "report", "off"]
 
 
+def _restored(path: str) -> bool:
+    return is_test_path(path) or path.rpartition("/")[2] in {"conftest.py", "pytest.ini", ".pytest.ini"}
+
+
 def judge_scan(report: GradeReport, task: SWETask, patch: str, mode: Scan) -> GradeReport:
     """The safe verdict with the static reading's findings: listed, and under ``"flag"`` the verdict unresolved
     as tampering with no reward in any mode (a masked one stays masked: the environment failed, whatever the
     patch did)."""
     if mode == "off" or not patch.strip():
         return report
-    findings = patch_scan.scan_patch(patch, task.repo)
+    # Test files and pytest's configuration go back to base before the tests: what the patch writes there never
+    # runs (an honest agent's own tests may monkeypatch builtins or read frames).
+    findings = [f for f in patch_scan.scan_patch(patch, task.repo) if not _restored(f.path)]
     if not findings:
         return report
     update: dict[str, object] = {"scan_findings": [str(f) for f in findings]}

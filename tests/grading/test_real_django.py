@@ -350,7 +350,7 @@ def test_a_forger_that_tells_twins_apart_by_their_source_is_caught(task: SWETask
     """The FAIL_TO_PASS tests here have nothing to perturb (their twins raise at the end, which the forger spares),
     but graded tests of the same file with a literal expected value get perturbed twins, which it cannot spare."""
     patch = real_diff(task, {"django/__init__.py": twin_recogniser})
-    assert grade(task, patch, provider="docker", twins=False).resolved  # it wins where nothing checks
+    assert grade(task, patch, provider="docker", twins=False, scan="off").resolved  # it wins where nothing checks
     report = graded(task, patch)
     assert_unresolved(report)
     assert report.tampering, report.summary()

@@ -51,7 +51,8 @@ def task() -> SWETask:
 
 
 def graded(task: SWETask, patch: str, *, twins: bool = True) -> GradeReport:
-    return grade(task, patch, provider="docker", twins=twins)
+    """``twins=False`` grades with no forgery check at all (no static reading either)."""
+    return grade(task, patch, provider="docker", twins=twins, scan="flag" if twins else "off")
 
 
 def test_gold_resolves_with_twins_and_the_empty_patch_does_not(task: SWETask) -> None:

@@ -12,6 +12,7 @@ import difflib
 import pytest
 
 from swe_gym.grading import GradeReport, grade
+from swe_gym.grading.twin_pass import INVERTED_ONLY
 from swe_gym.tasks import SWETask, load_tasks
 from tests.conftest import provider_setup
 
@@ -47,15 +48,17 @@ def _forger_patch() -> str:
 
 
 def _grade(patch: str, *, twins: bool = True) -> GradeReport:
+    """``twins=False`` grades with no forgery check at all (no static reading either)."""
     config, _ = provider_setup("local")
-    return grade(TASK, patch, provider=config, twins=twins)
+    return grade(TASK, patch, provider=config, twins=twins, scan="flag" if twins else "off")
 
 
 def test_gold_resolves_with_twins_over_two_commands() -> None:
     report = _grade(TASK.patch)
     assert report.resolved and not report.masked and not report.tampering, report.summary()
     assert "graded tests twinned in 2 passes" in report.twins, report.twins
-    assert not set(TASK.fail_to_pass) & set(report.uncovered_tests), report.uncovered_tests
+    # Every FAIL_TO_PASS test has a twin (some only an inverted one: no literal expected value to perturb).
+    assert all(report.uncovered_tests.get(t, INVERTED_ONLY) == INVERTED_ONLY for t in TASK.fail_to_pass)
 
 
 @pytest.mark.parametrize("twins", [False, True], ids=["without twins", "with twins"])
