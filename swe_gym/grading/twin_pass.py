@@ -41,7 +41,7 @@ class TwinSources:
     verbatim: str  # sections of the files no twin lives in (fixtures, data, deletions), as the task wrote them
 
 
-def _sections(patch: str) -> dict[str, str]:
+def sections(patch: str) -> dict[str, str]:
     """A git diff split per file (``diff --git`` headers), keyed by the new side's path."""
     found: dict[str, str] = {}
     for chunk in re.split(r"(?m)^(?=diff --git )", patch):
@@ -56,14 +56,14 @@ async def read_twin_sources(sandbox: AsyncSandbox, task: SWETask) -> TwinSources
 
     The test patch is applied to a private index only, so the work tree is untouched.
     """
-    sections = _sections(task.test_patch)
-    paths = sorted(p for p in sections if p.endswith(".py"))
+    by_file = sections(task.test_patch)
+    paths = sorted(p for p in by_file if p.endswith(".py"))
     listing = await sandbox.exec(f"export {GIT_ENV}; git ls-files -z -- '*.py'", timeout=120, max_output_bytes=64 << 20)
     if listing.exit_code != 0:
         raise GradingError(f"could not list the repository's files: {listing.output[-300:]}")
     graded = [*task.fail_to_pass, *task.pass_to_pass]
     others = twins.files_of(graded, [p for p in listing.output.split("\0") if p])
-    paths = sorted({*paths, *(p for p in others if p not in sections)})
+    paths = sorted({*paths, *(p for p in others if p not in by_file)})
     if not paths:
         return TwinSources({}, {}, task.test_patch)
     await sandbox.write_file(f"{_DIR}/test.patch", task.test_patch.encode("utf-8", "surrogateescape"))
@@ -89,7 +89,7 @@ async def read_twin_sources(sandbox: AsyncSandbox, task: SWETask) -> TwinSources
         base[path] = (
             (await sandbox.read_file(f"{_DIR}/base/{path}")).decode("utf-8", "surrogateescape") if exists else None
         )
-    verbatim = "".join(text for path, text in sorted(sections.items()) if path not in post)
+    verbatim = "".join(text for path, text in sorted(by_file.items()) if path not in post)
     return TwinSources(base, post, verbatim)
 
 

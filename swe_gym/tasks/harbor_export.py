@@ -35,7 +35,6 @@ import json
 import logging
 import os
 import posixpath
-import re
 import shlex
 import shutil
 import subprocess
@@ -52,7 +51,7 @@ from swe_gym.errors import TaskError
 from swe_gym.grading import tamper
 from swe_gym.grading.eval_script import END_TEST_OUTPUT, START_TEST_OUTPUT
 from swe_gym.grading.patch import apply_patch, patch_paths
-from swe_gym.grading.twin_pass import TwinSources, plan_passes
+from swe_gym.grading.twin_pass import TwinSources, plan_passes, sections
 from swe_gym.grading.twins import Choice, files_of
 from swe_gym.policies.oracle import apply_patch_command
 from swe_gym.sandbox import SandboxSpec
@@ -172,30 +171,20 @@ def host_repository(task: SWETask) -> Iterator[HostRepository]:
         yield HostRepository(Path(tmp))
 
 
-def _sections(patch: str) -> dict[str, str]:
-    """A git diff split per file, keyed by the new side's path (as `swe_gym.grading.twin_pass` splits it)."""
-    found: dict[str, str] = {}
-    for chunk in re.split(r"(?m)^(?=diff --git )", patch):
-        paths = patch_paths(chunk)
-        if paths:
-            found[paths[-1]] = chunk if chunk.endswith("\n") else chunk + "\n"
-    return found
-
-
 def host_twin_sources(task: SWETask, repo: HostRepository) -> TwinSources:
     """What `swe_gym.grading.twin_pass.read_twin_sources` reads in a sandbox at base, read from the host's copy of
     the repository: the Python files of the test patch and of the graded tests before and after the patch, and
     the patch's other sections as written."""
-    sections = _sections(task.test_patch)
+    by_file = sections(task.test_patch)
     others = files_of([*task.fail_to_pass, *task.pass_to_pass], repo.python_files())
-    paths = sorted({*(p for p in sections if p.endswith(".py")), *(p for p in others if p not in sections)})
+    paths = sorted({*(p for p in by_file if p.endswith(".py")), *(p for p in others if p not in by_file)})
     after, before = repo.after(task.test_patch, paths), repo.at_base(paths)
     post = {p: entry[0].decode("utf-8", "surrogateescape") for p, entry in after.items() if entry is not None}
     base: dict[str, str | None] = {}
     for path in post:
         entry = before.get(path)
         base[path] = None if entry is None else entry[0].decode("utf-8", "surrogateescape")
-    verbatim = "".join(text for path, text in sorted(sections.items()) if path not in post)
+    verbatim = "".join(text for path, text in sorted(by_file.items()) if path not in post)
     return TwinSources(base, post, verbatim)
 
 
