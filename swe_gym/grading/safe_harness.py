@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import re
 import shlex
 import time
 from collections.abc import Awaitable, Mapping
@@ -422,11 +423,17 @@ def _merged(
     keys = twins.index_tests({t for run in runs for t in run.status}, sources.post).of_test
     for run in runs:
         twinned = {plan.def_of(t) for t in run.twins}
+        names = {plan.index.defs[key].qualname.rpartition(".")[2] for key in twinned if key}
         for test, value in run.status.items():
-            # An id no definition answers for (a runner's summary line, a name defined twice) may be a twin's
-            # failure: it counts only where every pass shows it, as every pass runs what is not twinned.
-            known = test in keys or all(test in other.status for other in runs)
-            if known and keys.get(test) not in twinned:
+            if test in keys:
+                if keys[test] not in twinned:
+                    status.setdefault(test, value)
+                continue
+            # An id no definition answers for (a runner's summary line naming a test by its bare name, a name
+            # defined in several classes) may be a twin's failure: it counts only where every pass shows it and
+            # no definition of that name is twinned in this pass.
+            name = re.split(r"[\s\[(]", test.strip(), maxsplit=1)[0].rpartition(".")[2]
+            if name not in names and all(test in other.status for other in runs):
                 status.setdefault(test, value)
         for graded in run.twins:
             shown = run.status.get(plan.renamed.get(graded, graded))

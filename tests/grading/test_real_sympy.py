@@ -64,6 +64,16 @@ def test_gold_resolves_with_twins_and_the_empty_patch_does_not(task: SWETask) ->
     assert empty.fail_to_pass.failure == task.fail_to_pass
 
 
+@pytest.mark.parametrize("patch", ["gold", "empty"])
+def test_the_safe_verdict_and_every_status_are_the_official_ones(task: SWETask, patch: str) -> None:
+    text = task.patch if patch == "gold" else ""
+    safe, official = graded(task, text), grade(task, text, provider="docker", harness="official")
+    assert not safe.masked and not official.masked, (safe.summary(), official.summary())
+    assert safe.resolved == official.resolved == (patch == "gold")
+    assert safe.test_status == official.test_status
+    assert (safe.fail_to_pass, safe.pass_to_pass) == (official.fail_to_pass, official.pass_to_pass)
+
+
 @pytest.mark.parametrize(
     "pick",
     ["def _forged(name):\n    return True\n", "def _forged(name):\n    return name in {F2P!r}\n"],

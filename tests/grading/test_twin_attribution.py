@@ -31,20 +31,32 @@ def test_inc(n, want):
 
 def test_other():
     assert other() == 1
+
+
+class TestA:
+    def test_same(self):
+        assert a() == 1
+
+
+class TestB:
+    def test_same(self):
+        assert b() == 2
 """
 PATH = "testing/test_t.py"
 CUT = f"{PATH}::test_exprs[multi"  # as swebench's parser records "...[multi line assert]"
 GRADED = [CUT, f"{PATH}::test_exprs[x]", f"{PATH}::test_inc[1-2]", f"{PATH}::test_inc[2-3]", f"{PATH}::test_other"]
+SAME = [f"{PATH}::TestA::test_same", f"{PATH}::TestB::test_same"]
+GRADED += SAME
 P, F = TestStatus.PASSED, TestStatus.FAILED
 
 
 def _plan():
     task = load_tasks("bundled")[0].model_copy(update={"fail_to_pass": GRADED[:1], "pass_to_pass": GRADED[1:]})
     sources = TwinSources({PATH: SOURCE}, {PATH: SOURCE}, "")
-    while True:  # a split where each pass twins something
+    while True:  # a split where each pass twins one of the two methods of the same name
         plan = plan_passes(task, sources)
         assert not isinstance(plan, str)
-        if all(plan.twinned):
+        if all(len(set(SAME) & twinned) == 1 for twinned in plan.twinned):
             return plan, sources
 
 
@@ -56,6 +68,8 @@ def _run(plan, index: int, honest: bool) -> EvalRun:
         run.status[plan.renamed.get(test, test) if twinned else test] = F if twinned and honest else P
     if honest and any(t.startswith(f"{PATH}::test_exprs") for t in run.twins):
         run.status["test_exprs"] = F  # a summary line of the twin's failure, naming no definition
+    if honest:
+        run.status["test_same"] = F  # Django's "FAIL: test_same": a bare name two classes define, in both passes
     run.status["test_doctest_like"] = P  # every pass runs it: a test of its own
     return run
 
