@@ -412,7 +412,7 @@ def _merged(
     Every status a pass reports is attributed by the definition it resolves to, whatever form its id takes
     (cut at a space by the parser, another parametrization, a docstring line): a status of a definition that
     is twinned in that pass is the twin's, never a test's, so nothing a check adds reaches the verdict; an id
-    that resolves to no definition counts only where every pass shows it."""
+    that resolves to no definition is read from a pass that twins no definition of its name."""
     status: dict[str, TestStatus] = {}
     twin: dict[str, TestStatus] = {}
     if isinstance(plan, str) or sources is None:
@@ -430,16 +430,22 @@ def _merged(
                     status.setdefault(test, value)
                 continue
             # An id no definition answers for (a runner's summary line naming a test by its bare name, a name
-            # defined in several classes) may be a twin's failure: it counts only where every pass shows it and
-            # no definition of that name is twinned in this pass.
-            name = re.split(r"[\s\[(]", test.strip(), maxsplit=1)[0].rpartition(".")[2]
-            if name not in names and all(test in other.status for other in runs):
+            # several classes define; a nested run's output) may be a twin's failure when it bears the name of a
+            # definition twinned in this pass: it counts from the other passes then.
+            if _short_name(test) not in names:
                 status.setdefault(test, value)
         for graded in run.twins:
             shown = run.status.get(plan.renamed.get(graded, graded))
             if shown is not None:
                 twin[graded] = shown
     return status, twin
+
+
+def _short_name(test_id: str) -> str:
+    """The function name an id ends with: ``test_x`` of ``a.py::C::test_x[p]``, ``test_x (m.C)``, ``m.C.test_x``,
+    sympy's ``a.py:test_x``."""
+    head = re.split(r"[\s\[(]", test_id.strip(), maxsplit=1)[0]
+    return re.split(r"[:.]", head)[-1]
 
 
 async def _unsound_twins(

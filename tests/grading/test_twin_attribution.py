@@ -71,6 +71,8 @@ def _run(plan, index: int, honest: bool) -> EvalRun:
     if honest:
         run.status["test_same"] = F  # Django's "FAIL: test_same": a bare name two classes define, in both passes
     run.status["test_doctest_like"] = P  # every pass runs it: a test of its own
+    if f"{PATH}::test_other" not in run.twins:  # a nested run's line, printed by the original only
+        run.status["nested.py::test_inner"] = F
     return run
 
 
@@ -78,7 +80,7 @@ def _run(plan, index: int, honest: bool) -> EvalRun:
 def test_statuses_come_from_the_originals_and_twins_are_read_under_their_ids(attempt: int) -> None:
     plan, sources = _plan()
     status, twin = _merged([_run(plan, 0, True), _run(plan, 1, True)], plan, sources)
-    assert status == {**dict.fromkeys(GRADED, P), "test_doctest_like": P}
+    assert status == {**dict.fromkeys(GRADED, P), "test_doctest_like": P, "nested.py::test_inner": F}
     assert twin == dict.fromkeys(GRADED, F)
     forged_status, forged_twin = _merged([_run(plan, 0, False), _run(plan, 1, False)], plan, sources)
     assert forged_status == status and forged_twin == dict.fromkeys(GRADED, P)
