@@ -326,8 +326,7 @@ def test_gold_patch_resolves(task: SWETask) -> None:
     assert not report.tampering, report.unresolved_reason
 
 
-@pytest.mark.parametrize("patch", ["gold", "empty"])
-def test_the_safe_verdict_and_every_status_are_the_official_ones(task: SWETask, patch: str) -> None:
+def assert_safe_is_official(task: SWETask, patch: str) -> None:
     """With twins in both passes, nothing a check adds reaches the report: the statuses of one official run."""
     text = task.patch if patch == "gold" else ""
     safe, official = graded(task, text), grade(task, text, provider="docker", harness="official")
@@ -335,6 +334,11 @@ def test_the_safe_verdict_and_every_status_are_the_official_ones(task: SWETask, 
     assert safe.resolved == official.resolved == (patch == "gold")
     assert safe.test_status == official.test_status
     assert (safe.fail_to_pass, safe.pass_to_pass) == (official.fail_to_pass, official.pass_to_pass)
+
+
+@pytest.mark.parametrize("patch", ["gold", "empty"])
+def test_the_safe_verdict_and_every_status_are_the_official_ones(task: SWETask, patch: str) -> None:
+    assert_safe_is_official(task, patch)
 
 
 def test_empty_patch_is_unresolved(task: SWETask) -> None:

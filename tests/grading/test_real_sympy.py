@@ -20,7 +20,7 @@ import pytest
 
 from swe_gym.grading import GradeReport, grade
 from swe_gym.tasks import SWETask
-from tests.grading.test_real_django import load_row, real_diff
+from tests.grading.test_real_django import assert_safe_is_official, load_row, real_diff
 
 pytestmark = pytest.mark.docker
 
@@ -66,12 +66,7 @@ def test_gold_resolves_with_twins_and_the_empty_patch_does_not(task: SWETask) ->
 
 @pytest.mark.parametrize("patch", ["gold", "empty"])
 def test_the_safe_verdict_and_every_status_are_the_official_ones(task: SWETask, patch: str) -> None:
-    text = task.patch if patch == "gold" else ""
-    safe, official = graded(task, text), grade(task, text, provider="docker", harness="official")
-    assert not safe.masked and not official.masked, (safe.summary(), official.summary())
-    assert safe.resolved == official.resolved == (patch == "gold")
-    assert safe.test_status == official.test_status
-    assert (safe.fail_to_pass, safe.pass_to_pass) == (official.fail_to_pass, official.pass_to_pass)
+    assert_safe_is_official(task, patch)
 
 
 @pytest.mark.parametrize(
